@@ -1,0 +1,27 @@
+"""Section 5.3: the learning-rate schedule.
+
+    lrate = d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5)       -- equation (3)
+
+Linear warm-up for ``warmup`` steps, then decay with the inverse square root of the
+step; the two branches meet (and the rate peaks) at step = warmup. Steps count from 1.
+"""
+from __future__ import annotations
+
+import torch
+
+
+def noam_lr(step: int, d_model: int, warmup: int = 4000, factor: float = 1.0) -> float:
+    if step < 1:
+        raise ValueError(f"noam_lr counts steps from 1, got step={step}")
+    if d_model <= 0 or warmup <= 0:
+        raise ValueError(f"noam_lr needs d_model > 0 and warmup > 0, got {d_model}, {warmup}")
+    return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+
+
+def noam_scheduler(optimizer, d_model: int, warmup: int = 4000, factor: float = 1.0):
+    """A LambdaLR whose optimizer lr must be 1.0: lr(step) = noam_lr(step + 1, ...)."""
+    for group in optimizer.param_groups:
+        group["lr"] = 1.0
+        group["initial_lr"] = 1.0
+    return torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda i: noam_lr(i + 1, d_model, warmup, factor))
