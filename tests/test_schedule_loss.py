@@ -1,0 +1,79 @@
+import math
+
+import pytest
+import torch
+
+from transformer import LabelSmoothingLoss, noam_lr, sinusoidal_encoding
+from transformer.loss import smoothed_target
+from transformer.schedule import noam_scheduler
+
+
+def test_noam_matches_equation_3():
+    for step in (1, 10, 3999, 4000, 4001, 100_000):
+        expected = 512 ** -0.5 * min(step ** -0.5, step * 4000 ** -1.5)
+        assert noam_lr(step, 512, 4000) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("d_model,warmup", [(512, 4000), (256, 1000), (1024, 8000)])
+def test_noam_peaks_at_warmup(d_model, warmup):
+    rates = [noam_lr(s, d_model, warmup) for s in range(1, 3 * warmup)]
+    assert rates.index(max(rates)) + 1 == warmup
+    assert max(rates) == pytest.approx((d_model * warmup) ** -0.5)
+
+
+def test_noam_rejects_step_zero():
+    with pytest.raises(ValueError, match="from 1"):
+        noam_lr(0, 512)
+
+
+def test_scheduler_follows_noam():
+    p = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.Adam([p], betas=(0.9, 0.98), eps=1e-9)
+    sched = noam_scheduler(opt, d_model=64, warmup=10)
+    seen = []
+    for _ in range(20):
+        seen.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert seen == pytest.approx([noam_lr(s, 64, 10) for s in range(1, 21)])
+
+
+def test_label_smoothed_loss_by_hand():
+    # vocab 5 (pad=0), eps 0.1, two real targets and one pad
+    logits = torch.tensor([[[2.0, 0.5, -1.0, 0.0, 1.0],
+                            [0.1, 0.2, 0.3, 0.4, 0.5],
+                            [9.0, 9.0, 9.0, 9.0, 9.0]]])
+    target = torch.tensor([[4, 2, 0]])
+    eps, V = 0.1, 5
+    total = 0.0
+    for row, y in ((logits[0, 0], 4), (logits[0, 1], 2)):
+        logp = row - math.log(sum(math.exp(x) for x in row.tolist()))
+        q = [eps / V + (1 - eps) * (k == y) for k in range(V)]
+        total += -sum(qk * lp for qk, lp in zip(q, logp.tolist()))
+    loss = LabelSmoothingLoss(eps, pad_id=0)(logits, target)
+    assert loss.item() == pytest.approx(total / 2, rel=1e-6)
+    # the dense target distribution sums to one and puts 1 - eps + eps/V on the label
+    q = smoothed_target(target[0, :2], V, eps)
+    assert torch.allclose(q.sum(-1), torch.ones(2))
+    assert q[0, 4].item() == pytest.approx(1 - eps + eps / V)
+
+
+def test_loss_ignores_padding_and_without_smoothing_is_cross_entropy():
+    logits, target = torch.randn(2, 6, 11), torch.randint(1, 11, (2, 6))
+    target[1, 3:] = 0
+    keep = target != 0
+    ce = torch.nn.functional.cross_entropy(logits[keep], target[keep])
+    assert LabelSmoothingLoss(0.0)(logits, target).item() == pytest.approx(ce.item(), rel=1e-6)
+    changed = logits.clone()
+    changed[1, 3:] = 100.0                                # logits at pad positions
+    assert LabelSmoothingLoss(0.1)(changed, target) == LabelSmoothingLoss(0.1)(logits, target)
+
+
+def test_sinusoidal_table_is_section_3_5():
+    pe = sinusoidal_encoding(50, 16)
+    assert pe.shape == (50, 16)
+    for pos in (0, 7, 49):
+        for i in range(8):
+            angle = pos / 10000 ** (2 * i / 16)
+            assert pe[pos, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-6)
+            assert pe[pos, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-6)
