@@ -1,0 +1,201 @@
+"""transformer.batching: padding, token-count batches, bucketing, exact resume."""
+import logging
+import os
+import random
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+from transformer.batching import (Batch, BatchIterator, collate, padding_fraction,
+                                  token_batches)
+from transformer.config import BOS_ID, EOS_ID, PAD_ID
+from transformer.data import load_corpus
+from transformer.tokenizer import Tokenizer
+
+REAL_DATA = Path(os.environ.get("TRANSFORMER_DATA",
+                                Path(__file__).resolve().parents[1] / ".." / "shared" / "data"))
+needs_multi30k = pytest.mark.skipif(
+    not (REAL_DATA / "multi30k-en-de" / "train.src.gz").is_file(),
+    reason=f"Multi30k not found under {REAL_DATA} (set TRANSFORMER_DATA)")
+
+
+def random_pairs(n=300, seed=0, low=1, high=40):
+    rng = random.Random(seed)
+    src = [[rng.randint(4, 99) for _ in range(rng.randint(low, high))] for _ in range(n)]
+    tgt = [[rng.randint(4, 99) for _ in range(rng.randint(low, high))] for _ in range(n)]
+    return src, tgt
+
+
+# ------------------------------------------------------------------ collate
+def test_collate_pads_shifts_and_counts():
+    batch = collate([[5, 6, 7], [8]], [[9, 10], [11, 12, 13, 14]])
+    assert batch.src.tolist() == [[5, 6, 7, EOS_ID], [8, EOS_ID, PAD_ID, PAD_ID]]
+    assert batch.tgt_in.tolist() == [[BOS_ID, 9, 10, PAD_ID, PAD_ID],
+                                     [BOS_ID, 11, 12, 13, 14]]
+    assert batch.tgt_out.tolist() == [[9, 10, EOS_ID, PAD_ID, PAD_ID],
+                                      [11, 12, 13, 14, EOS_ID]]
+    assert batch.src.dtype == batch.tgt_in.dtype == batch.tgt_out.dtype == torch.long
+    assert (batch.n_src_tokens, batch.n_tgt_tokens, len(batch)) == (6, 8, 2)
+    assert batch.padding_fraction == pytest.approx(1 - 14 / 18)   # 4 pads in 8+10 slots
+
+
+def test_collate_custom_ids_and_errors():
+    batch = collate([[5]], [[6]], pad_id=9, bos_id=7, eos_id=8)
+    assert batch.src.tolist() == [[5, 8]] and batch.tgt_in.tolist() == [[7, 6]]
+    assert batch.tgt_out.tolist() == [[6, 8]] and batch.padding_fraction == 0.0
+    with pytest.raises(ValueError, match="2 sources but 1 targets"):
+        collate([[1], [2]], [[3]])
+    with pytest.raises(ValueError, match="empty batch"):
+        collate([], [])
+
+
+def test_batch_to_device_copies_tensors_and_counts():
+    batch = collate([[5, 6]], [[7]])
+    moved = batch.to("meta")
+    assert isinstance(moved, Batch)
+    assert moved.src.device.type == moved.tgt_in.device.type == moved.tgt_out.device.type == "meta"
+    assert (moved.n_src_tokens, moved.n_tgt_tokens) == (3, 2)
+    assert batch.src.device.type == "cpu"
+
+
+# ------------------------------------------------------------------ token_batches
+def batch_cost(batch, src_len, tgt_len):
+    return len(batch) * max(max(src_len[i] for i in batch), max(tgt_len[i] for i in batch))
+
+
+@settings(max_examples=60, deadline=None)
+@given(lengths=st.lists(st.tuples(st.integers(1, 60), st.integers(1, 60)), max_size=200),
+       max_tokens=st.integers(1, 400), seed=st.integers(0, 5), shuffle=st.booleans(),
+       bucket=st.booleans())
+def test_batches_cover_every_example_once_within_max_tokens(lengths, max_tokens, seed,
+                                                            shuffle, bucket):
+    src_len = [s for s, _ in lengths]
+    tgt_len = [t for _, t in lengths]
+    batches = token_batches(src_len, tgt_len, max_tokens, shuffle=shuffle, seed=seed,
+                            bucket=bucket)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    for b in batches:
+        assert b and (len(b) == 1 or batch_cost(b, src_len, tgt_len) <= max_tokens)
+
+
+def test_batches_are_full_and_sorted_without_shuffle():
+    src_len = [3, 9, 1, 5, 5, 2, 8, 4]
+    tgt_len = [4, 1, 2, 6, 5, 3, 7, 4]
+    batches = token_batches(src_len, tgt_len, max_tokens=16, shuffle=False)
+    # by (tgt, src): 1(1,9) 2(2,1) 5(3,2) 0(4,3) 7(4,4) 4(5,5) 3(6,5) 6(7,8)
+    assert batches == [[1], [2, 5, 0, 7], [4, 3], [6]]
+    # greedy packing: adding the next example would exceed max_tokens
+    for b, nxt in zip(batches, batches[1:]):
+        assert batch_cost(b + nxt[:1], src_len, tgt_len) > 16
+
+
+def test_oversized_example_gets_its_own_batch():
+    batches = token_batches([2, 50, 2], [2, 50, 2], max_tokens=10, shuffle=False)
+    assert batches == [[0, 2], [1]]
+
+
+def test_batches_depend_only_on_seed_and_epoch():
+    src, tgt = random_pairs()
+    sl, tl = [len(s) for s in src], [len(t) for t in tgt]
+    a = token_batches(sl, tl, 200, seed=1, epoch=3)
+    assert a == token_batches(sl, tl, 200, seed=1, epoch=3)
+    assert a != token_batches(sl, tl, 200, seed=1, epoch=4)
+    assert a != token_batches(sl, tl, 200, seed=2, epoch=3)
+
+
+def test_max_len_skips_and_logs(caplog):
+    with caplog.at_level(logging.WARNING, logger="transformer.batching"):
+        batches = token_batches([3, 30, 4, 5], [3, 4, 40, 5], 100, max_len=10)
+    assert sorted(i for b in batches for i in b) == [0, 3]
+    assert "skipped 2 of 4" in caplog.text
+
+
+def test_length_mismatch_and_bad_max_tokens():
+    with pytest.raises(ValueError, match="3 source lengths but 2"):
+        token_batches([1, 2, 3], [1, 2], 10)
+    with pytest.raises(ValueError, match="max_tokens"):
+        token_batches([1], [1], 0)
+
+
+# ------------------------------------------------------------------ BatchIterator
+def as_lists(batch):
+    return batch.src.tolist(), batch.tgt_in.tolist(), batch.tgt_out.tolist()
+
+
+def test_iterator_epoch_covers_data_and_matches_collate():
+    src, tgt = random_pairs(n=200)
+    it = BatchIterator(src, tgt, max_tokens=150, seed=4)
+    seen = []
+    for indices, batch in zip(it.batches(), it):
+        assert as_lists(batch) == as_lists(collate([src[i] for i in indices],
+                                                   [tgt[i] for i in indices]))
+        assert batch.src.numel() <= 150 and batch.tgt_out.numel() <= 150
+        seen += indices
+    assert sorted(seen) == list(range(200))
+    assert it.state_dict()["epoch"] == 1 and it.state_dict()["position"] == 0
+    slots = sum(b.src.numel() + b.tgt_out.numel() for b in
+                (collate([src[i] for i in ix], [tgt[i] for i in ix]) for ix in it.batches(0)))
+    tokens = sum(len(s) + len(t) + 2 for s, t in zip(src, tgt))
+    assert it.padding_fraction(0) == pytest.approx(1 - tokens / slots)
+
+
+@pytest.mark.parametrize("stop", [0, 1, 7, "epoch_end", 60])
+def test_resume_gives_identical_batches(stop):
+    src, tgt = random_pairs(n=150, seed=2)
+    reference = BatchIterator(src, tgt, max_tokens=120, seed=7)
+    per_epoch = len(reference)
+    if stop == "epoch_end":
+        stop = per_epoch
+    expected = []
+    while len(expected) < 3 * per_epoch:
+        expected += [as_lists(b) for b in reference]
+
+    first = BatchIterator(src, tgt, max_tokens=120, seed=7)
+    got = []
+    while len(got) < stop:                    # an interrupted run: stop after `stop` steps
+        for batch in first:
+            got.append(as_lists(batch))       # (the trainer steps on it, then checkpoints)
+            if len(got) == stop:
+                break
+    state = first.state_dict()
+    if stop == per_epoch:                     # saved after the last step of epoch 0
+        assert (state["epoch"], state["position"]) == (1, 0)
+    resumed = BatchIterator(src, tgt, max_tokens=120, seed=7)
+    resumed.load_state_dict(state)
+    while len(got) < len(expected):
+        got += [as_lists(b) for b in resumed]
+    assert got[:len(expected)] == expected
+
+
+def test_resume_state_must_match_the_iterator():
+    src, tgt = random_pairs(n=20)
+    state = BatchIterator(src, tgt, max_tokens=100, seed=1).state_dict()
+    with pytest.raises(ValueError, match="seed"):
+        BatchIterator(src, tgt, max_tokens=100, seed=2).load_state_dict(state)
+
+
+def test_iterator_skips_long_pairs():
+    src, tgt = [[5] * 3, [5] * 20, [5] * 4], [[6] * 3, [6] * 2, [6] * 10]
+    it = BatchIterator(src, tgt, max_tokens=100, max_len=10)   # lengths + 1 count
+    assert it.n_skipped == 2
+    batches = list(it)
+    assert sum(len(b) for b in batches) == 1 and batches[0].src.tolist() == [[5, 5, 5, EOS_ID]]
+
+
+@needs_multi30k
+def test_bucketing_reduces_padding_on_multi30k(tmp_path):
+    corpus = load_corpus("multi30k-en-de", "train", root=REAL_DATA)
+    tokenizer = Tokenizer.train(corpus.src[:4000] + corpus.tgt[:4000], tmp_path / "spm.model",
+                                vocab_size=2000)
+    src = tokenizer.encode_batch(corpus.src[:10000])
+    tgt = tokenizer.encode_batch(corpus.tgt[:10000])
+    it = BatchIterator(src, tgt, max_tokens=2000, seed=0)
+    bucketed = it.padding_fraction()
+    unbucketed = padding_fraction(
+        token_batches(it.src_lengths, it.tgt_lengths, 2000, seed=0, bucket=False),
+        it.src_lengths, it.tgt_lengths)
+    assert bucketed < 0.15 < 0.3 < unbucketed
+    n_tgt = [b.n_tgt_tokens for b in it]
+    assert sum(n_tgt) == sum(len(t) + 1 for t in tgt)

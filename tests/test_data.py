@@ -1,0 +1,250 @@
+"""transformer.data: corpus reading, error messages, Multi30k layout."""
+import gzip
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from transformer import data
+from transformer.data import (ParallelCorpus, data_dir, load_corpus, load_wmt14,
+                              multi30k_files, read_parallel)
+
+REAL_DATA = Path(os.environ.get("TRANSFORMER_DATA",
+                                Path(__file__).resolve().parents[1] / ".." / "shared" / "data"))
+needs_multi30k = pytest.mark.skipif(
+    not (REAL_DATA / "multi30k-en-de" / "train.src.gz").is_file(),
+    reason=f"Multi30k not found under {REAL_DATA} (set TRANSFORMER_DATA)")
+
+
+def write(path, lines, gz=False, raw=None):
+    payload = raw if raw is not None else "".join(line + "\n" for line in lines).encode()
+    path.write_bytes(gzip.compress(payload) if gz else payload)
+    return path
+
+
+# ------------------------------------------------------------------ data_dir
+def test_data_dir_argument_then_env_then_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_DATA", str(tmp_path / "env"))
+    assert data_dir(tmp_path / "arg") == tmp_path / "arg"
+    assert data_dir() == tmp_path / "env"
+    monkeypatch.delenv("TRANSFORMER_DATA")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert data_dir() == tmp_path / "home" / ".cache" / "transformer" / "data"
+
+
+# ------------------------------------------------------------------ read_parallel
+@pytest.mark.parametrize("gz", [False, True])
+def test_read_parallel_plain_and_gzip(tmp_path, gz):
+    suffix = ".gz" if gz else ""
+    src = write(tmp_path / f"a.src{suffix}", ["A dog runs.", "  Two cats. "], gz)
+    tgt = write(tmp_path / f"a.tgt{suffix}", ["Ein Hund läuft.", "Zwei Katzen."], gz)
+    corpus = read_parallel(src, tgt)
+    assert corpus.src == ["A dog runs.", "Two cats."]
+    assert corpus.tgt == ["Ein Hund läuft.", "Zwei Katzen."]
+    assert corpus.dropped_empty == 0 and len(corpus) == 2
+    assert list(corpus) == [("A dog runs.", "Ein Hund läuft."), ("Two cats.", "Zwei Katzen.")]
+
+
+def test_line_count_mismatch_names_both_files_and_counts(tmp_path):
+    src = write(tmp_path / "x.src", ["a", "b", "c"])
+    tgt = write(tmp_path / "x.tgt", ["a", "b"])
+    with pytest.raises(ValueError) as err:
+        read_parallel(src, tgt)
+    message = str(err.value)
+    assert str(src) in message and str(tgt) in message
+    assert "3 lines" in message and "2 lines" in message
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_undecodable_bytes_name_file_and_line(tmp_path, gz):
+    suffix = ".gz" if gz else ""
+    src = write(tmp_path / f"x.src{suffix}", [], gz,
+                raw="ok\nstill ok\nbad \xff byte\n".encode("latin-1"))
+    tgt = write(tmp_path / f"x.tgt{suffix}", ["a", "b", "c"], gz)
+    with pytest.raises(ValueError, match="line 3") as err:
+        read_parallel(src, tgt)
+    assert str(src) in str(err.value) and "UTF-8" in str(err.value)
+
+
+def test_missing_file_names_the_path(tmp_path):
+    tgt = write(tmp_path / "x.tgt", ["a"])
+    with pytest.raises(FileNotFoundError) as err:
+        read_parallel(tmp_path / "nope.src", tgt)
+    assert str(tmp_path / "nope.src") in str(err.value)
+
+
+def test_corrupt_gzip_is_a_clear_error(tmp_path):
+    src = write(tmp_path / "x.src.gz", [], raw=b"not gzip at all\n")
+    tgt = write(tmp_path / "x.tgt", ["a"])
+    with pytest.raises(ValueError, match="gzip") as err:
+        read_parallel(src, tgt)
+    assert str(src) in str(err.value)
+
+
+def test_empty_pairs_are_dropped_counted_and_warned(tmp_path):
+    src = write(tmp_path / "x.src", ["one", "", "three", "four", "   "])
+    tgt = write(tmp_path / "x.tgt", ["eins", "zwei", " \t", "vier", "fünf"])
+    with pytest.warns(UserWarning, match="dropped 3 of 5"):
+        corpus = read_parallel(src, tgt)
+    assert corpus.src == ["one", "four"] and corpus.tgt == ["eins", "vier"]
+    assert corpus.dropped_empty == 3
+
+
+def test_byte_order_mark_is_not_part_of_the_first_sentence(tmp_path):
+    src = write(tmp_path / "x.src", [], raw="\ufeffHello\n".encode("utf-8"))
+    tgt = write(tmp_path / "x.tgt", ["Hallo"])
+    assert read_parallel(src, tgt).src == ["Hello"]
+
+
+# ------------------------------------------------------------------ load_corpus
+@pytest.fixture
+def toy_root(tmp_path):
+    folder = tmp_path / "toy-en-de"
+    folder.mkdir()
+    write(folder / "train.src.gz", ["a house", "a tree"], gz=True)
+    write(folder / "train.tgt.gz", ["ein Haus", "ein Baum"], gz=True)
+    write(folder / "valid.src", ["a cat"])   # plain files work too
+    write(folder / "valid.tgt", ["eine Katze"])
+    return tmp_path
+
+
+def test_load_corpus_by_name_path_and_direction(toy_root, monkeypatch):
+    corpus = load_corpus("toy-en-de", "train", root=toy_root)
+    assert corpus.src == ["a house", "a tree"] and corpus.tgt == ["ein Haus", "ein Baum"]
+    assert "toy-en-de/train" in corpus.name
+    swapped = load_corpus("toy-en-de", "train", direction="de-en", root=toy_root)
+    assert swapped.src == corpus.tgt and swapped.tgt == corpus.src
+    by_path = load_corpus(toy_root / "toy-en-de", "valid")
+    assert by_path.src == ["a cat"] and by_path.tgt == ["eine Katze"]
+    monkeypatch.setenv("TRANSFORMER_DATA", str(toy_root))
+    assert load_corpus("toy-en-de", "val").tgt == ["eine Katze"]   # alias, env root
+
+
+def test_load_corpus_bad_direction(toy_root):
+    with pytest.raises(ValueError, match="direction") as err:
+        load_corpus("toy-en-de", "train", direction="en-fr", root=toy_root)
+    assert "en-fr" in str(err.value) and "de-en" in str(err.value)
+
+
+def test_load_corpus_missing_split_names_paths(toy_root):
+    with pytest.raises(FileNotFoundError) as err:
+        load_corpus("toy-en-de", "test", root=toy_root)
+    message = str(err.value)
+    assert str(toy_root / "toy-en-de" / "test.src.gz") in message
+    assert str(toy_root / "toy-en-de" / "test.tgt") in message
+    assert "download_multi30k" not in message
+
+
+def test_missing_multi30k_says_how_to_download(tmp_path):
+    with pytest.raises(FileNotFoundError) as err:
+        load_corpus("multi30k-en-de", "train", root=tmp_path)
+    message = str(err.value)
+    assert str(tmp_path / "multi30k-en-de" / "train.src.gz") in message
+    assert "download_multi30k()" in message and "TRANSFORMER_DATA" in message
+
+
+# ------------------------------------------------------------------ download / WMT
+def test_multi30k_urls_map_to_our_layout():
+    files = multi30k_files()
+    base = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/"
+    assert files == {
+        base + "train.en.gz": "train.src.gz", base + "train.de.gz": "train.tgt.gz",
+        base + "val.en.gz": "valid.src.gz", base + "val.de.gz": "valid.tgt.gz",
+        base + "test_2016_flickr.en.gz": "test.src.gz",
+        base + "test_2016_flickr.de.gz": "test.tgt.gz",
+    }
+
+
+def test_download_skips_present_files_and_renames_atomically(tmp_path, monkeypatch):
+    folder = tmp_path / "multi30k-en-de"
+    folder.mkdir()
+    (folder / "train.src.gz").write_bytes(b"already here")
+    fetched = []
+
+    class FakeResponse:
+        def __init__(self, url):
+            self.chunks = [gzip.compress(url.encode()), b""]
+
+        def read(self, n):
+            return self.chunks.pop(0)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    def fake_urlopen(url, timeout):
+        fetched.append(url)
+        return FakeResponse(url)
+
+    monkeypatch.setattr(data.urllib.request, "urlopen", fake_urlopen)
+    assert data.download_multi30k(tmp_path) == folder
+    assert len(fetched) == 5 and not any(u.endswith("/train.en.gz") for u in fetched)
+    assert (folder / "train.src.gz").read_bytes() == b"already here"
+    assert gzip.decompress((folder / "test.tgt.gz").read_bytes()).endswith(
+        b"test_2016_flickr.de.gz")
+    assert sorted(p.name for p in folder.iterdir()) == sorted(multi30k_files().values())
+
+
+def test_download_rejects_non_gzip_and_leaves_no_partial_file(tmp_path, monkeypatch):
+    class HtmlResponse:
+        def __init__(self):
+            self.chunks = [b"<html>rate limited</html>", b""]
+
+        def read(self, n):
+            return self.chunks.pop(0)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(data.urllib.request, "urlopen", lambda url, timeout: HtmlResponse())
+    with pytest.raises(ValueError, match="gzip"):
+        data.download_multi30k(tmp_path)
+    assert list((tmp_path / "multi30k-en-de").iterdir()) == []
+
+
+def test_load_wmt14_without_datasets_says_pip_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "datasets", None)   # makes `import datasets` fail
+    with pytest.raises(ImportError, match="pip install datasets"):
+        load_wmt14("train")
+
+
+def test_load_wmt14_converts_rows(monkeypatch):
+    class FakeDatasets:
+        @staticmethod
+        def load_dataset(name, config, split):
+            assert (name, config, split) == ("wmt14", "de-en", "validation")
+            return {"translation": [{"en": "A house.", "de": "Ein Haus."},
+                                    {"en": "", "de": "Leer."}]}
+
+    monkeypatch.setitem(sys.modules, "datasets", FakeDatasets)
+    with pytest.warns(UserWarning, match="dropped 1"):
+        corpus = load_wmt14("valid", direction="de-en")
+    assert isinstance(corpus, ParallelCorpus)
+    assert corpus.src == ["Ein Haus."] and corpus.tgt == ["A house."]
+    assert corpus.dropped_empty == 1
+
+
+# ------------------------------------------------------------------ real corpora
+@needs_multi30k
+@pytest.mark.parametrize("split, size", [("train", 29000), ("valid", 1014), ("test", 1000)])
+def test_multi30k_sizes(split, size):
+    corpus = load_corpus("multi30k-en-de", split, root=REAL_DATA)
+    assert len(corpus.src) == len(corpus.tgt) == size
+    assert corpus.dropped_empty == 0
+
+
+@needs_multi30k
+def test_multi30k_sides_are_english_then_german():
+    en_de = load_corpus("multi30k-en-de", "test", root=REAL_DATA)
+    de_en = load_corpus("multi30k-en-de", "test", direction="de-en", root=REAL_DATA)
+    def count(sentences, word):
+        return sum(f" {word} " in f" {s.lower()} " for s in sentences)
+    assert count(en_de.src, "the") > 300 and count(en_de.tgt, "the") < 10
+    assert count(en_de.tgt, "ein") > 300 and count(en_de.src, "ein") < 10
+    assert de_en.src == en_de.tgt and de_en.tgt == en_de.src

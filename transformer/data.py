@@ -1,0 +1,218 @@
+"""Parallel corpora: read aligned sentence files, find the data folder, fetch Multi30k.
+
+A corpus split is two aligned line files, ``{split}.src(.gz)`` (English) and
+``{split}.tgt(.gz)`` (German), in a folder under the data directory::
+
+    data_dir()/multi30k-en-de/{train,valid,test}.{src,tgt}.gz
+    data_dir()/tatoeba-en-de/...
+
+``data_dir()`` is the ``TRANSFORMER_DATA`` environment variable, else
+``~/.cache/transformer/data``. Every reader fails loudly: a line-count mismatch, an
+undecodable byte or a missing file raises with the file, the line and the counts, never
+a silently misaligned corpus.
+"""
+from __future__ import annotations
+
+import gzip
+import logging
+import os
+import tempfile
+import urllib.request
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+DIRECTIONS = ("en-de", "de-en")
+SPLITS = ("train", "valid", "test")
+_SPLIT_ALIASES = {"val": "valid", "validation": "valid", "dev": "valid"}
+
+MULTI30K = "multi30k-en-de"
+MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
+# our split name -> the file stem used by the multi30k/dataset repository
+MULTI30K_SPLITS = {"train": "train", "valid": "val", "test": "test_2016_flickr"}
+_DOWNLOAD_HINT = ("Multi30k is not in the data directory. Download it with\n"
+                  "    python -c 'from transformer.data import download_multi30k; "
+                  "download_multi30k()'\n"
+                  "or point the TRANSFORMER_DATA environment variable at a folder that "
+                  f"holds {MULTI30K}/.")
+
+
+@dataclass
+class ParallelCorpus:
+    """Aligned sentence pairs: ``src[i]`` translates to ``tgt[i]``."""
+    src: list[str]
+    tgt: list[str]
+    dropped_empty: int = 0   # pairs removed because one side was empty or blank
+    name: str = ""
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def __iter__(self):
+        return iter(zip(self.src, self.tgt))
+
+    def swapped(self) -> "ParallelCorpus":
+        """The same pairs with source and target exchanged (en-de <-> de-en)."""
+        return ParallelCorpus(self.tgt, self.src, self.dropped_empty, self.name)
+
+
+def data_dir(path: str | os.PathLike | None = None) -> Path:
+    """The data root: ``path``, else ``$TRANSFORMER_DATA``, else ``~/.cache/transformer/data``."""
+    if path is not None:
+        return Path(path).expanduser()
+    if os.environ.get("TRANSFORMER_DATA"):
+        return Path(os.environ["TRANSFORMER_DATA"]).expanduser()
+    return Path.home() / ".cache" / "transformer" / "data"
+
+
+# --------------------------------------------------------------------------- reading
+def read_lines(path: str | os.PathLike) -> list[str]:
+    """The lines of a UTF-8 text file (gzip-compressed when the name ends in ``.gz``),
+    stripped of surrounding whitespace. Raises with the file and 1-based line number on
+    bytes that are not UTF-8."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"corpus file not found: {path}")
+    opener = gzip.open if path.suffix == ".gz" else open
+    lines = []
+    try:
+        with opener(path, "rb") as f:
+            for number, raw in enumerate(f, start=1):
+                try:
+                    lines.append(raw.decode("utf-8").strip())
+                except UnicodeDecodeError as e:
+                    raise ValueError(f"{path}: line {number} is not valid UTF-8 "
+                                     f"({e.reason} at byte {e.start})") from None
+    except (gzip.BadGzipFile, EOFError) as e:
+        raise ValueError(f"{path}: not a readable gzip file ({e})") from None
+    if lines and lines[0].startswith("\ufeff"):   # a byte-order mark is not text
+        lines[0] = lines[0][1:]
+    return lines
+
+
+def drop_empty_pairs(src: list[str], tgt: list[str], name: str = "") -> ParallelCorpus:
+    """Remove pairs where either side is empty; warn with the count when any are."""
+    keep = [i for i, (s, t) in enumerate(zip(src, tgt)) if s.strip() and t.strip()]
+    dropped = len(src) - len(keep)
+    if dropped:
+        warnings.warn(f"{name or 'corpus'}: dropped {dropped} of {len(src)} pairs with an "
+                      f"empty source or target", stacklevel=3)
+    return ParallelCorpus([src[i] for i in keep], [tgt[i] for i in keep], dropped, name)
+
+
+def read_parallel(src_path: str | os.PathLike, tgt_path: str | os.PathLike,
+                  name: str | None = None) -> ParallelCorpus:
+    """Read two aligned line files (plain or ``.gz``) into a :class:`ParallelCorpus`.
+
+    Raises FileNotFoundError for a missing file and ValueError when the files have
+    different line counts or hold bytes that are not UTF-8. Pairs with an empty side
+    are dropped and counted in ``dropped_empty``.
+    """
+    src, tgt = read_lines(src_path), read_lines(tgt_path)
+    if len(src) != len(tgt):
+        raise ValueError(f"parallel files are not aligned: {src_path} has {len(src)} lines "
+                         f"but {tgt_path} has {len(tgt)} lines")
+    return drop_empty_pairs(src, tgt, name or str(src_path))
+
+
+def _check_direction(direction: str) -> None:
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
+
+
+def _find(folder: Path, stem: str) -> tuple[Path | None, list[Path]]:
+    candidates = [folder / f"{stem}.gz", folder / stem]
+    return next((p for p in candidates if p.is_file()), None), candidates
+
+
+def load_corpus(name: str | os.PathLike, split: str, direction: str = "en-de",
+                root: str | os.PathLike | None = None) -> ParallelCorpus:
+    """Load one split of a corpus folder.
+
+    ``name`` is a folder under :func:`data_dir` (``"multi30k-en-de"``, ``"tatoeba-en-de"``)
+    or a path (a ``Path``, or a string with a ``/``) to a folder holding
+    ``{split}.src(.gz)`` and ``{split}.tgt(.gz)``; ``split`` is train, valid or test. The files
+    store English as source; ``direction="de-en"`` swaps the sides.
+    """
+    _check_direction(direction)
+    split = _SPLIT_ALIASES.get(split, split)
+    is_path = isinstance(name, os.PathLike) or os.sep in name or name.startswith("~")
+    folder = Path(name).expanduser() if is_path else data_dir(root) / name
+    src, src_tried = _find(folder, f"{split}.src")
+    tgt, tgt_tried = _find(folder, f"{split}.tgt")
+    if src is None or tgt is None:
+        tried = [str(p) for p in (src_tried if src is None else []) +
+                 (tgt_tried if tgt is None else [])]
+        message = f"split {split!r} of corpus {str(name)!r} not found; looked for " + \
+                  ", ".join(tried)
+        if folder.name == MULTI30K:
+            message += "\n" + _DOWNLOAD_HINT
+        raise FileNotFoundError(message)
+    corpus = read_parallel(src, tgt, name=f"{folder.name}/{split}")
+    corpus.name = f"{folder.name}/{split} ({direction})"
+    return corpus.swapped() if direction == "de-en" else corpus
+
+
+# --------------------------------------------------------------------------- download
+def multi30k_files() -> dict[str, str]:
+    """URL of each official Multi30k task-1 raw file -> its name in our layout."""
+    files = {}
+    for split, stem in MULTI30K_SPLITS.items():
+        files[f"{MULTI30K_URL}/{stem}.en.gz"] = f"{split}.src.gz"
+        files[f"{MULTI30K_URL}/{stem}.de.gz"] = f"{split}.tgt.gz"
+    return files
+
+
+def download_multi30k(root: str | os.PathLike | None = None, timeout: float = 60.0) -> Path:
+    """Download Multi30k (Elliott et al., 2016) into ``data_dir(root)/multi30k-en-de/``.
+
+    Each file is written to a temporary name and renamed when complete, so an interrupted
+    download never leaves a truncated corpus; files already present are skipped.
+    Returns the folder.
+    """
+    folder = data_dir(root) / MULTI30K
+    folder.mkdir(parents=True, exist_ok=True)
+    for url, filename in multi30k_files().items():
+        target = folder / filename
+        if target.exists():
+            continue
+        log.info("downloading %s -> %s", url, target)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{filename}.", suffix=".part")
+        try:
+            with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as r:
+                while chunk := r.read(1 << 20):
+                    out.write(chunk)
+            with open(tmp, "rb") as f:
+                if f.read(2) != b"\x1f\x8b":
+                    raise ValueError(f"{url} did not return a gzip file")
+            os.replace(tmp, target)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+    return folder
+
+
+def load_wmt14(split: str, direction: str = "en-de") -> ParallelCorpus:
+    """WMT 2014 English-German (the paper's 4.5M pairs) through Hugging Face ``datasets``.
+
+    ``split`` is ``"train"``, ``"valid"`` (newstest2013) or ``"test"`` (newstest2014).
+    Needs ``pip install datasets`` and internet access on first use.
+    """
+    _check_direction(direction)
+    try:
+        import datasets
+    except ImportError:
+        raise ImportError("load_wmt14 needs the Hugging Face datasets package: "
+                          "pip install datasets  (or pip install 'transformer[wmt]')") from None
+    split = _SPLIT_ALIASES.get(split, split)
+    hf_split = {"train": "train", "valid": "validation", "test": "test"}.get(split)
+    if hf_split is None:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    rows = datasets.load_dataset("wmt14", "de-en", split=hf_split)["translation"]
+    en = [row["en"].strip() for row in rows]
+    de = [row["de"].strip() for row in rows]
+    corpus = drop_empty_pairs(en, de, name=f"wmt14/{split}")
+    corpus.name = f"wmt14/{split} ({direction})"
+    return corpus.swapped() if direction == "de-en" else corpus
