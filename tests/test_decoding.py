@@ -1,0 +1,290 @@
+"""Section 6.1: greedy decoding, beam search with the GNMT length penalty, translate()."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from transformer import ModelConfig, Transformer
+from transformer.decoding import (beam_search, build_source_batch, greedy_decode,
+                                  length_penalty, sequence_scores, translate)
+
+PAD, BOS, EOS = 0, 1, 2
+V = 24
+SMALL = dict(vocab_size=V, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2,
+             n_decoder_layers=2, max_len=64)
+
+
+def random_sources(n, generator, min_len=1, max_len=10, vocab=V):
+    """n token lists of random length, ids in [4, vocab)."""
+    lengths = torch.randint(min_len, max_len + 1, (n,), generator=generator).tolist()
+    return [torch.randint(4, vocab, (L,), generator=generator).tolist() for L in lengths]
+
+
+class EosBiasedTransformer(Transformer):
+    """Adds a constant to the EOS logit so that a random model stops at varied lengths."""
+
+    eos_bias = 0.0
+
+    def project(self, states):
+        logits = super().project(states)
+        logits[..., self.cfg.eos_id] += self.eos_bias
+        return logits
+
+
+def random_model(seed=0, eos_bias=0.0, **overrides):
+    torch.manual_seed(seed)
+    model = EosBiasedTransformer(ModelConfig(**{**SMALL, **overrides})).eval()
+    model.eos_bias = eos_bias
+    return model
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    """Small decoding steps on a shared 2-core machine: one thread avoids oversubscription."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+# ------------------------------------------------------------------ length penalty
+def test_length_penalty_formula():
+    assert length_penalty(1, 0.6) == pytest.approx(1.0)          # (5 + 1) / 6 = 1
+    assert length_penalty(7, 0.0) == 1.0
+    assert length_penalty(11, 1.0) == pytest.approx(16 / 6)
+    assert length_penalty(25, 0.6) == pytest.approx(5.0 ** 0.6)
+
+
+class TableModel(torch.nn.Module):
+    """A stand-in 'model' whose next-token distribution is a fixed table of the prefix.
+
+    After BOS: A 0.58, EOS 0.40. After BOS A: EOS 0.62. So "" has log-prob -0.916 and
+    "A" -1.023: alpha = 0 prefers the empty output, alpha = 2 the longer one
+    (-1.023 / (7/6)^2 = -0.752).
+    """
+
+    A = 4
+
+    def __init__(self):
+        super().__init__()
+        self.cfg = ModelConfig(vocab_size=8, d_model=8, n_heads=1, d_ff=8, n_encoder_layers=1,
+                               n_decoder_layers=1, max_len=32)
+
+    def source_mask(self, src):
+        return None
+
+    def encode(self, src, src_mask=None):
+        return torch.zeros(src.size(0), src.size(1), 1)
+
+    def decode_states(self, tgt_in, memory, src_mask=None, cache=None):
+        assert cache is None, "TableModel needs the whole prefix (use_cache=False)"
+        probs = torch.full((tgt_in.size(0), tgt_in.size(1), 8), 1e-3)
+        for b in range(tgt_in.size(0)):
+            prefix = tgt_in[b].tolist()
+            row = probs[b, -1]
+            if prefix == [BOS]:
+                row[self.A], row[EOS] = 0.58, 0.40
+            elif prefix == [BOS, self.A]:
+                row[EOS] = 0.62
+                row[5:] = 0.12
+            else:
+                row[EOS] = 0.9
+        return (probs / probs.sum(-1, keepdim=True)).log()
+
+    def project(self, states):
+        return states
+
+
+def test_alpha_changes_the_chosen_hypothesis():
+    model, src = TableModel(), torch.tensor([[5, 6, EOS]])
+    assert greedy_decode(model, src, use_cache=False) == [[TableModel.A]]
+    assert beam_search(model, src, beam_size=2, alpha=0.0, use_cache=False) == [[]]
+    assert beam_search(model, src, beam_size=2, alpha=0.6, use_cache=False) == [[]]
+    assert beam_search(model, src, beam_size=2, alpha=2.0, use_cache=False) == [[TableModel.A]]
+
+
+# ------------------------------------------------------------- exactness checks
+def test_beam_one_is_exactly_greedy():
+    model = random_model(seed=1)
+    gen = torch.Generator().manual_seed(1)
+    n_compared, lengths = 0, set()
+    for trial in range(12):
+        seqs = random_sources(9, gen, max_len=12)
+        src = build_source_batch(seqs, PAD, EOS)
+        extra = [0, 3, 10][trial % 3]
+        greedy = greedy_decode(model, src, max_extra=extra)
+        for alpha in (0.0, 0.6):
+            assert beam_search(model, src, beam_size=1, alpha=alpha, max_extra=extra) == greedy
+        n_compared += len(greedy)
+        lengths.update(len(h) for h in greedy)
+    assert n_compared == 108 and len(lengths) > 5      # varied outputs, not all empty
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_cached_equals_uncached(norm):
+    model = random_model(seed=2, norm_position=norm).double()
+    gen = torch.Generator().manual_seed(2)
+    src = build_source_batch(random_sources(10, gen), PAD, EOS)
+    greedy = greedy_decode(model, src, max_extra=8)
+    assert greedy == greedy_decode(model, src, max_extra=8, use_cache=False)
+    beam = beam_search(model, src, beam_size=4, max_extra=8)
+    assert beam == beam_search(model, src, beam_size=4, max_extra=8, use_cache=False)
+    assert any(len(h) > 0 for h in greedy) and beam != greedy
+
+
+class NoEosTransformer(Transformer):
+    def project(self, states):
+        logits = super().project(states)
+        logits[..., self.cfg.eos_id] = -1e4
+        return logits
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_max_length_is_source_length_plus_max_extra(use_cache):
+    torch.manual_seed(3)
+    model = NoEosTransformer(ModelConfig(**{**SMALL, "max_len": 20}))
+    src = build_source_batch([[5], [5, 6, 7, 8], [9] * 12], PAD, EOS)   # 2, 5, 13 tokens
+    # cfg.max_len = 20 caps the output at 19 tokens (BOS + 19 + the closing EOS = 21 > 20
+    # is avoided: the forced EOS is position 20 of the decoder input, index 19).
+    expected = [2 + 4, 5 + 4, min(13 + 4, 19)]
+    assert [len(h) for h in greedy_decode(model, src, 4, use_cache)] == expected
+    assert [len(h) for h in beam_search(model, src, 3, 0.6, 4, use_cache)] == expected
+    assert [len(h) for h in greedy_decode(model, src, 0, use_cache)] == [2, 5, 13]
+    assert [len(h) for h in greedy_decode(model, src, 50, use_cache)] == [19, 19, 19]
+
+
+def test_greedy_output_is_the_argmax_chain_and_stops_at_eos():
+    model = random_model(seed=4, eos_bias=2.0)
+    gen = torch.Generator().manual_seed(4)
+    src = build_source_batch(random_sources(16, gen), PAD, EOS)
+    max_extra = 6
+    hyps = greedy_decode(model, src, max_extra=max_extra)
+    n_src = (src != PAD).sum(1).tolist()
+    stopped_at_eos = 0
+    for b, hyp in enumerate(hyps):
+        assert EOS not in hyp and PAD not in hyp and BOS not in hyp
+        tgt_in = torch.tensor([[BOS] + hyp])
+        with torch.no_grad():
+            logits = model(src[b:b + 1, :n_src[b]], tgt_in)[0]
+        logits[:, [PAD, BOS]] = float("-inf")
+        chain = logits.argmax(-1).tolist()
+        assert chain[:len(hyp)] == hyp
+        if len(hyp) < n_src[b] + max_extra:
+            assert chain[len(hyp)] == EOS          # stopped exactly where EOS was chosen
+            stopped_at_eos += 1
+    assert stopped_at_eos >= 3
+
+
+def test_bound_stopping_never_loses_to_count_stopping():
+    model = random_model(seed=5).double()
+    gen = torch.Generator().manual_seed(5)
+    src = build_source_batch(random_sources(12, gen), PAD, EOS)
+    alpha = 0.6
+
+    def normalised(hyps):
+        return sequence_scores(model, src, hyps) / torch.tensor(
+            [length_penalty(len(h) + 1, alpha) for h in hyps], dtype=torch.float64)
+
+    count = beam_search(model, src, beam_size=3, alpha=alpha, max_extra=8, stopping="count")
+    bound = beam_search(model, src, beam_size=3, alpha=alpha, max_extra=8, stopping="bound")
+    assert bool((normalised(bound) >= normalised(count) - 1e-9).all())
+
+
+# ------------------------------------------------------------ a model that learned
+def train_copy_model(steps=300, batch=64):
+    torch.manual_seed(0)
+    cfg = ModelConfig(vocab_size=20, d_model=64, n_heads=4, d_ff=128, n_encoder_layers=1,
+                      n_decoder_layers=1, max_len=64, dropout=0.0)
+    model = Transformer(cfg)
+    opt = torch.optim.Adam(model.parameters(), lr=2e-3, betas=(0.9, 0.98))
+    gen = torch.Generator().manual_seed(10)
+    for _ in range(steps):
+        seqs = random_sources(batch, gen, min_len=3, max_len=8, vocab=20)
+        src = build_source_batch(seqs, PAD, EOS)
+        tgt = build_source_batch([[BOS] + s for s in seqs], PAD, EOS)
+        logits = model(src, tgt[:, :-1])
+        loss = F.cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten(), ignore_index=PAD)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return model.eval()
+
+
+@pytest.fixture(scope="module")
+def copy_model():
+    return train_copy_model()
+
+
+def test_trained_copy_model_is_reproduced_by_greedy_and_beam(copy_model):
+    gen = torch.Generator().manual_seed(123)              # held-out random sequences
+    seqs = random_sources(100, gen, min_len=3, max_len=8, vocab=20)
+    src = build_source_batch(seqs, PAD, EOS)
+    greedy = greedy_decode(copy_model, src, max_extra=5)
+    beam = beam_search(copy_model, src, beam_size=4, alpha=0.0, max_extra=5)
+    beam_lp = beam_search(copy_model, src, beam_size=4, alpha=0.6, max_extra=5)
+    for hyps in (greedy, beam, beam_lp):
+        assert sum(h == s for h, s in zip(hyps, seqs)) >= 90
+    greedy_score = sequence_scores(copy_model, src, greedy).mean()
+    beam_score = sequence_scores(copy_model, src, beam).mean()
+    assert beam_score >= greedy_score - 1e-6
+    assert math.isfinite(float(beam_score)) and float(beam_score) > -1.0
+
+
+class WordTokenizer:
+    """A fake tokenizer: word 'w{i}' <-> id i."""
+
+    def encode_batch(self, texts):
+        return [[int(w[1:]) for w in t.split()] for t in texts]
+
+    def decode_batch(self, ids):
+        return [" ".join(f"w{i}" for i in seq) for seq in ids]
+
+
+def test_translate_restores_order_and_batches(copy_model):
+    gen = torch.Generator().manual_seed(7)
+    seqs = random_sources(23, gen, min_len=3, max_len=8, vocab=20)
+    sentences = [" ".join(f"w{i}" for i in s) for s in seqs]
+    was_training = copy_model.training
+    copy_model.train()
+    try:
+        out = translate(copy_model, WordTokenizer(), sentences, beam_size=4, batch_size=5)
+        assert copy_model.training                       # mode restored
+    finally:
+        copy_model.train(was_training)
+    assert sum(o == s for o, s in zip(out, sentences)) >= 20
+    greedy = translate(copy_model, WordTokenizer(), sentences, beam_size=1, max_tokens=30)
+    assert greedy == translate(copy_model, WordTokenizer(), sentences[::-1], beam_size=1)[::-1]
+    assert translate(copy_model, WordTokenizer(), []) == []
+
+
+# ---------------------------------------------------------------- bad input
+def test_bad_arguments_raise_clear_errors():
+    model = random_model()
+    src = build_source_batch([[5, 6]], PAD, EOS)
+    with pytest.raises(ValueError, match="beam_size"):
+        beam_search(model, src, beam_size=0)
+    with pytest.raises(ValueError, match="alpha"):
+        beam_search(model, src, alpha=-0.1)
+    with pytest.raises(ValueError, match="stopping"):
+        beam_search(model, src, stopping="never")
+    with pytest.raises(ValueError, match="max_extra"):
+        greedy_decode(model, src, max_extra=-1)
+    with pytest.raises(ValueError, match="only padding"):
+        greedy_decode(model, torch.tensor([[5, EOS], [PAD, PAD]]))
+    with pytest.raises(ValueError, match="shape"):
+        beam_search(model, torch.tensor([5, EOS]))
+    with pytest.raises(ValueError, match="beam_size"):
+        translate(model, WordTokenizer(), ["w5"], beam_size=0)
+    with pytest.raises(ValueError, match="alpha"):
+        translate(model, WordTokenizer(), ["w5"], alpha=-1)
+    with pytest.raises(TypeError, match="list of strings"):
+        translate(model, WordTokenizer(), "w5 w6")
+    assert greedy_decode(model, torch.zeros(0, 3, dtype=torch.long)) == []
+    assert beam_search(model, torch.zeros(0, 3, dtype=torch.long)) == []
+
+
+def test_build_source_batch_appends_eos_and_pads():
+    src = build_source_batch([[5, 6, 7], [], [8]], PAD, EOS)
+    assert src.tolist() == [[5, 6, 7, EOS], [EOS, PAD, PAD, PAD], [8, EOS, PAD, PAD]]
+    assert build_source_batch([[5, 6, 7, 8]], PAD, EOS, max_len=3).tolist() == [[5, 6, EOS]]

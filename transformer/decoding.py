@@ -1,0 +1,374 @@
+"""Section 6.1: inference.
+
+"We used beam search with a beam size of 4 and length penalty alpha = 0.6 ... We set the
+maximum output length during inference to input length + 50, but terminate early when
+possible."
+
+* :func:`greedy_decode` takes the most probable token at every step.
+* :func:`beam_search` keeps ``beam_size`` hypotheses per sentence and ranks finished ones
+  by the GNMT length-normalised score ``log P(Y) / lp(Y)``, ``lp(Y) = ((5 + |Y|) / 6)^alpha``
+  (Wu et al., 2016), where ``|Y|`` counts the output tokens including the final EOS.
+* :func:`translate` goes from strings to strings through a tokenizer.
+
+Conventions shared by both searches:
+
+* ``src`` is a (B, S) batch right-padded with ``cfg.pad_id`` (the batching module appends
+  EOS to every source). The output of sentence ``b`` has at most
+  ``max_len_b = min(n_b + max_extra, cfg.max_len - 1)`` tokens, ``n_b`` being its number
+  of non-pad source tokens; the ``- 1`` keeps the decoder inside its positional table
+  (BOS plus ``max_len_b`` tokens plus the forced EOS).
+* Outputs are lists of token ids without BOS and EOS. PAD and BOS are never generated.
+* Both searches run in ``torch.inference_mode()`` with the model in eval mode (its mode
+  is restored afterwards), decode with a :class:`KVCache` unless ``use_cache=False``
+  (which recomputes the whole prefix each step, for the benchmark and the tests), and
+  drop finished sentences from the batch as they finish.
+
+Beam search stopping rule (``stopping``):
+
+* ``"count"`` (default; fairseq's rule): at each step the ``2 * beam_size`` best
+  extensions are ranked by raw log-probability; those among the first ``beam_size``
+  that end in EOS become finished hypotheses, the best ``beam_size`` that do not stay
+  live. A sentence is done once it has ``beam_size`` finished hypotheses, or at its
+  maximum length, where every live hypothesis is closed with EOS. With ``beam_size=1``
+  this is exactly greedy decoding.
+* ``"bound"`` (Tensor2Tensor's rule, the code behind the paper): same expansion, but a
+  sentence is done only when no live hypothesis can still beat the best finished one:
+  log-probabilities only decrease and lp only grows, so a live hypothesis with raw score
+  ``s`` can at best finish at ``s / lp(max_len_b + 1)``. Never worse than ``"count"`` by
+  the search objective, usually slower, and not equal to greedy at ``beam_size=1``.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from contextlib import contextmanager
+from typing import Sequence
+
+import torch
+
+from .attention import KVCache
+
+__all__ = ["greedy_decode", "beam_search", "translate", "length_penalty", "sequence_scores",
+           "build_source_batch"]
+
+
+# ----------------------------------------------------------------------------- helpers
+def length_penalty(length: int, alpha: float) -> float:
+    """GNMT length penalty lp(Y) = ((5 + |Y|) / 6) ** alpha."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+@contextmanager
+def _inference(model):
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.inference_mode():
+            yield
+    finally:
+        model.train(was_training)
+
+
+def _device(model) -> torch.device | None:
+    try:
+        return next(model.parameters()).device
+    except (StopIteration, AttributeError):
+        return None
+
+
+def _check_src(model, src) -> torch.Tensor:
+    if not isinstance(src, torch.Tensor):
+        raise TypeError(f"src must be a (batch, length) torch.Tensor of token ids, "
+                        f"got {type(src).__name__}")
+    if src.dim() != 2:
+        raise ValueError(f"src must have shape (batch, length), got shape {tuple(src.shape)}")
+    if src.dtype.is_floating_point or src.dtype == torch.bool:
+        raise TypeError(f"src must hold integer token ids, got dtype {src.dtype}")
+    lengths = (src != model.cfg.pad_id).sum(1)
+    if src.size(0) and bool((lengths == 0).any()):
+        bad = int((lengths == 0).nonzero()[0])
+        raise ValueError(f"src row {bad} holds only padding: every source needs at least one "
+                         f"token (the batching convention appends EOS)")
+    device = _device(model)
+    return src.long() if device is None else src.long().to(device)
+
+
+def _check_max_extra(max_extra) -> None:
+    if not isinstance(max_extra, int) or isinstance(max_extra, bool) or max_extra < 0:
+        raise ValueError(f"max_extra must be a non-negative integer, got {max_extra!r}")
+
+
+def _max_lengths(model, src: torch.Tensor, max_extra: int) -> torch.Tensor:
+    """(B,) maximum number of output tokens (EOS excluded) per sentence."""
+    n = (src != model.cfg.pad_id).sum(1) + max_extra
+    return n.clamp(max=max(model.cfg.max_len - 1, 0))
+
+
+def _banned_tokens(cfg) -> list[int]:
+    return sorted({cfg.pad_id, cfg.bos_id} - {cfg.eos_id})
+
+
+def _next_log_probs(model, prefix, memory, src_mask, cache, banned):
+    """Log-probabilities (rows, V) of the token after ``prefix`` (rows, t)."""
+    if cache is not None:
+        states = model.decode_states(prefix[:, -1:], memory, src_mask, cache)
+    else:  # recompute the whole prefix, project only the last position
+        states = model.decode_states(prefix, memory, src_mask)[:, -1:]
+    logits = model.project(states)[:, -1]
+    logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
+    log_probs = logits.log_softmax(-1)
+    if banned:
+        log_probs[:, banned] = float("-inf")
+    return log_probs
+
+
+def _select_rows(src_mask, index):
+    return None if src_mask is None else src_mask.index_select(0, index)
+
+
+# ------------------------------------------------------------------------ greedy
+def greedy_decode(model, src: torch.Tensor, max_extra: int = 50,
+                  use_cache: bool = True) -> list[list[int]]:
+    """Most probable token at each step; batched; returns ids without BOS/EOS."""
+    _check_max_extra(max_extra)
+    cfg = model.cfg
+    with _inference(model):
+        src = _check_src(model, src)
+        B = src.size(0)
+        if B == 0:
+            return []
+        src_mask = model.source_mask(src)
+        memory = model.encode(src, src_mask)
+        max_len = _max_lengths(model, src, max_extra)
+        banned = _banned_tokens(cfg)
+        results: list[list[int]] = [[] for _ in range(B)]
+
+        rows = (max_len > 0).nonzero().flatten()          # active sentence ids
+        if rows.numel() < B:
+            memory, src_mask = memory.index_select(0, rows), _select_rows(src_mask, rows)
+        prefix = torch.full((rows.numel(), 1), cfg.bos_id, dtype=torch.long, device=src.device)
+        cache = KVCache() if use_cache else None
+        t = 0
+        while rows.numel():
+            log_probs = _next_log_probs(model, prefix, memory, src_mask, cache, banned)
+            token = log_probs.argmax(-1)                                   # (rows,)
+            prefix = torch.cat([prefix, token[:, None]], dim=1)
+            t += 1
+            done = (token == cfg.eos_id) | (t >= max_len.index_select(0, rows))
+            if bool(done.any()):
+                for r in done.nonzero().flatten().tolist():
+                    out = prefix[r, 1:].tolist()
+                    if out and out[-1] == cfg.eos_id:
+                        out.pop()
+                    results[int(rows[r])] = out
+                keep = (~done).nonzero().flatten()
+                rows, prefix, memory = rows[keep], prefix[keep], memory.index_select(0, keep)
+                src_mask = _select_rows(src_mask, keep)
+                if cache is not None:
+                    cache.reorder(keep)
+        return results
+
+
+# ------------------------------------------------------------------------- beam
+def beam_search(model, src: torch.Tensor, beam_size: int = 4, alpha: float = 0.6,
+                max_extra: int = 50, use_cache: bool = True,
+                stopping: str = "count") -> list[list[int]]:
+    """Batched beam search with the GNMT length penalty; returns each sentence's best
+    hypothesis (ids without BOS/EOS). See the module docstring for ``stopping``."""
+    if not isinstance(beam_size, int) or isinstance(beam_size, bool) or beam_size < 1:
+        raise ValueError(f"beam_size must be a positive integer, got {beam_size!r}")
+    if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or not alpha >= 0 \
+            or math.isinf(alpha):
+        raise ValueError(f"alpha (length penalty) must be a finite number >= 0, got {alpha!r}")
+    if stopping not in ("count", "bound"):
+        raise ValueError(f"stopping must be 'count' or 'bound', got {stopping!r}")
+    _check_max_extra(max_extra)
+    cfg = model.cfg
+    V, k, eos = cfg.tgt_vocab_size, beam_size, cfg.eos_id
+    if 2 * k > k * V:
+        raise ValueError(f"beam_size={k} needs a vocabulary of at least 2 tokens")
+    with _inference(model):
+        src = _check_src(model, src)
+        B = src.size(0)
+        if B == 0:
+            return []
+        device = src.device
+        src_mask = model.source_mask(src)
+        memory = model.encode(src, src_mask)
+        max_len = _max_lengths(model, src, max_extra)
+        banned = _banned_tokens(cfg)
+        finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(B)]
+
+        # Rows are sentence-major: row i * k + j is beam j of the i-th active sentence.
+        sent = torch.arange(B, device=device)                       # active sentence ids
+        memory = memory.repeat_interleave(k, dim=0)
+        src_mask = None if src_mask is None else src_mask.repeat_interleave(k, dim=0)
+        scores = torch.full((B, k), float("-inf"), dtype=torch.float64, device=device)
+        scores[:, 0] = 0.0                      # all beams start equal: expand only one
+        prefix = torch.full((B * k, 1), cfg.bos_id, dtype=torch.long, device=device)
+        cache = KVCache() if use_cache else None
+        beam_offsets = torch.arange(k, device=device)
+        t = 0                                   # tokens generated so far (BOS excluded)
+        while sent.numel():
+            n = sent.numel()
+            log_probs = _next_log_probs(model, prefix, memory, src_mask, cache, banned)
+            at_limit = t >= max_len.index_select(0, sent)                  # (n,)
+            if bool(at_limit.any()):            # close every live hypothesis with EOS
+                limit_rows = at_limit.repeat_interleave(k)
+                eos_col = log_probs[:, eos].clone()
+                log_probs[limit_rows] = float("-inf")
+                log_probs[limit_rows, eos] = eos_col[limit_rows]
+            cand = scores.unsqueeze(-1) + log_probs.view(n, k, V).double()  # (n, k, V)
+            top_scores, top_idx = cand.view(n, k * V).topk(2 * k, dim=1)    # (n, 2k)
+            origin, token = top_idx // V, top_idx % V
+            is_eos = token == eos
+
+            # Finished: EOS extensions ranked within the first k.
+            new_eos = is_eos[:, :k] & torch.isfinite(top_scores[:, :k])
+            if bool(new_eos.any()):
+                lp = length_penalty(t + 1, alpha)
+                for i, j in new_eos.nonzero().tolist():
+                    row = i * k + int(origin[i, j])
+                    finished[int(sent[i])].append(
+                        (float(top_scores[i, j]) / lp, prefix[row, 1:].tolist()))
+
+            # Live: the best k extensions that do not end in EOS (at most k do).
+            rank = torch.where(is_eos, 2 * k, 0) + torch.arange(2 * k, device=device)
+            live = rank.argsort(dim=1)[:, :k]                                # (n, k)
+            scores = top_scores.gather(1, live)
+            origin, token = origin.gather(1, live), token.gather(1, live)
+            t += 1
+
+            n_finished = torch.tensor([len(finished[s]) for s in sent.tolist()], device=device)
+            if stopping == "count":
+                done = at_limit | (n_finished >= k)
+            else:
+                best_fin = torch.tensor([max((f[0] for f in finished[s]), default=-math.inf)
+                                         for s in sent.tolist()], dtype=torch.float64,
+                                        device=device)
+                lp_max = ((5.0 + max_len.index_select(0, sent).double() + 1) / 6.0) ** alpha
+                best_possible = scores[:, 0] / lp_max       # scores are sorted, col 0 best
+                done = at_limit | ((best_fin >= best_possible) & torch.isfinite(best_fin))
+
+            keep = (~done).nonzero().flatten()
+            rows = (keep[:, None] * k + origin.index_select(0, keep)).flatten()  # reorder+drop
+            prefix = torch.cat([prefix.index_select(0, rows),
+                                token.index_select(0, keep).flatten()[:, None]], dim=1)
+            if keep.numel() < n:
+                sent_rows = (keep[:, None] * k + beam_offsets).flatten()
+                memory = memory.index_select(0, sent_rows)
+                src_mask = _select_rows(src_mask, sent_rows)
+            scores, sent = scores.index_select(0, keep), sent.index_select(0, keep)
+            if cache is not None:
+                cache.reorder(rows)
+
+        results = []
+        for hyps in finished:
+            best = max(hyps, key=lambda h: h[0])      # first of equals: earliest, best raw
+            results.append(best[1])
+        return results
+
+
+def sequence_scores(model, src: torch.Tensor, hypotheses: Sequence[Sequence[int]]) -> torch.Tensor:
+    """Model log-probability log P(hyp + EOS | src) of each hypothesis, by teacher forcing.
+
+    Returns a (B,) float64 tensor; useful to compare what greedy and beam search found.
+    """
+    cfg = model.cfg
+    if len(hypotheses) != src.size(0):
+        raise ValueError(f"got {len(hypotheses)} hypotheses for {src.size(0)} sources")
+    with _inference(model):
+        src = _check_src(model, src)
+        targets = [list(h) + [cfg.eos_id] for h in hypotheses]
+        T = max(len(y) for y in targets)
+        tgt = torch.full((len(targets), T + 1), cfg.pad_id, dtype=torch.long, device=src.device)
+        for b, y in enumerate(targets):
+            tgt[b, 0] = cfg.bos_id
+            tgt[b, 1:len(y) + 1] = torch.tensor(y, dtype=torch.long)
+        logits = model(src, tgt[:, :-1])
+        log_probs = logits.double().log_softmax(-1).gather(-1, tgt[:, 1:, None]).squeeze(-1)
+        valid = torch.arange(T, device=src.device)[None, :] < torch.tensor(
+            [len(y) for y in targets], device=src.device)[:, None]
+        return (log_probs * valid).sum(1).cpu()
+
+
+# ------------------------------------------------------------------- translate
+def build_source_batch(ids: Sequence[Sequence[int]], pad_id: int, eos_id: int,
+                       max_len: int | None = None, device=None) -> torch.Tensor:
+    """Token lists -> (B, S) long tensor: each row is ``tokens + [eos]``, right-padded.
+
+    Sources longer than ``max_len`` (EOS included) are cut to fit, keeping the EOS.
+    """
+    rows = []
+    for seq in ids:
+        row = list(seq)
+        if max_len is not None and len(row) + 1 > max_len:
+            row = row[:max_len - 1]
+        rows.append(row + [eos_id])
+    S = max((len(r) for r in rows), default=0)
+    out = torch.full((len(rows), S), pad_id, dtype=torch.long)
+    for b, r in enumerate(rows):
+        out[b, :len(r)] = torch.tensor(r, dtype=torch.long)
+    return out if device is None else out.to(device)
+
+
+def translate(model, tokenizer, sentences: list[str], beam_size: int = 4, alpha: float = 0.6,
+              batch_size: int = 64, max_tokens: int | None = None, max_extra: int = 50,
+              device=None) -> list[str]:
+    """Translate strings with beam search (greedy when ``beam_size == 1``).
+
+    Sentences are sorted by tokenized length so that each batch holds similar lengths,
+    and the translations come back in the input order. A batch holds at most
+    ``batch_size`` sentences and, if ``max_tokens`` is given, at most ``max_tokens``
+    padded source tokens. ``device`` is where the inputs go (default: the model's).
+    Sources longer than ``cfg.max_len`` are truncated with a warning.
+    """
+    if isinstance(sentences, str):
+        raise TypeError("sentences must be a list of strings, got a single str "
+                        "(wrap it in a list)")
+    sentences = list(sentences)
+    for i, s in enumerate(sentences):
+        if not isinstance(s, str):
+            raise TypeError(f"sentences[{i}] must be a str, got {type(s).__name__}")
+    if not isinstance(beam_size, int) or isinstance(beam_size, bool) or beam_size < 1:
+        raise ValueError(f"beam_size must be a positive integer, got {beam_size!r}")
+    if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or not alpha >= 0:
+        raise ValueError(f"alpha (length penalty) must be a number >= 0, got {alpha!r}")
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
+        raise ValueError(f"max_tokens must be a positive integer or None, got {max_tokens!r}")
+    _check_max_extra(max_extra)
+    if not sentences:
+        return []
+    cfg = model.cfg
+    device = device if device is not None else _device(model)
+    ids = [list(x) for x in tokenizer.encode_batch(sentences)]
+    if len(ids) != len(sentences):
+        raise ValueError(f"tokenizer.encode_batch returned {len(ids)} sequences for "
+                         f"{len(sentences)} sentences")
+    too_long = [i for i, x in enumerate(ids) if len(x) + 1 > cfg.max_len]
+    if too_long:
+        warnings.warn(f"{len(too_long)} source sentence(s) (first: index {too_long[0]}) are "
+                      f"longer than cfg.max_len={cfg.max_len} tokens and were truncated",
+                      stacklevel=2)
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]), reverse=True)
+    outputs: list[list[int] | None] = [None] * len(ids)
+    start = 0
+    while start < len(order):
+        end = start + 1                   # longest first: the first row sets the width
+        width = min(len(ids[order[start]]) + 1, cfg.max_len)
+        while end < len(order) and end - start < batch_size and (
+                max_tokens is None or (end - start + 1) * width <= max_tokens):
+            end += 1
+        batch = [ids[i] for i in order[start:end]]
+        src = build_source_batch(batch, cfg.pad_id, cfg.eos_id, cfg.max_len, device)
+        if beam_size == 1:
+            hyps = greedy_decode(model, src, max_extra=max_extra)
+        else:
+            hyps = beam_search(model, src, beam_size=beam_size, alpha=alpha,
+                               max_extra=max_extra)
+        for i, h in zip(order[start:end], hyps):
+            outputs[i] = h
+        start = end
+    return list(tokenizer.decode_batch(outputs))
