@@ -228,6 +228,8 @@ def test_load_wmt14_converts_rows(monkeypatch):
     assert isinstance(corpus, ParallelCorpus)
     assert corpus.src == ["Ein Haus."] and corpus.tgt == ["A house."]
     assert corpus.dropped_empty == 1
+    with pytest.warns(UserWarning, match="dropped 1"):   # the trainer's --corpus wmt14
+        assert load_corpus("wmt14", "valid", "de-en").src == ["Ein Haus."]
 
 
 # ------------------------------------------------------------------ real corpora

@@ -134,10 +134,13 @@ def load_corpus(name: str | os.PathLike, split: str, direction: str = "en-de",
     ``name`` is a folder under :func:`data_dir` (``"multi30k-en-de"``, ``"tatoeba-en-de"``)
     or a path (a ``Path``, or a string with a ``/``) to a folder holding
     ``{split}.src(.gz)`` and ``{split}.tgt(.gz)``; ``split`` is train, valid or test. The files
-    store English as source; ``direction="de-en"`` swaps the sides.
+    store English as source; ``direction="de-en"`` swaps the sides. The name ``"wmt14"``
+    loads WMT14 English-German through Hugging Face ``datasets`` (:func:`load_wmt14`).
     """
     _check_direction(direction)
     split = _SPLIT_ALIASES.get(split, split)
+    if str(name) == "wmt14":
+        return load_wmt14(split, direction)
     is_path = isinstance(name, os.PathLike) or os.sep in name or name.startswith("~")
     folder = Path(name).expanduser() if is_path else data_dir(root) / name
     src, src_tried = _find(folder, f"{split}.src")
