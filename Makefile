@@ -10,7 +10,11 @@ export TRANSFORMER_DATA ?= $(abspath ../shared/data)
 export PYTHONUNBUFFERED = 1
 
 .PHONY: setup test test-unit test-book book browser demo clean
-setup: $(VENV)/.installed
+# Book builds and book tests run torch on one thread: on small shared CPUs the default
+# thread count thrashed (a 2-layer toy training: 100 s with 2 threads, 9 s with 1).
+BOOK_ENV := OMP_NUM_THREADS=1
+
+setup: $(VENV)/.installed browser
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -20,8 +24,30 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PY) -m pip install -q --no-deps -e .
 	touch $@
 
+# One pytest run: unit tests, every chapter under nbval (quick mode; tests/test_book_site.py
+# builds the site in quick mode and checks every page in headless Chromium).
 test: setup
-	$(PY) -m pytest tests
+	BOOK_QUICK=1 $(PY) -m pytest tests book --nbval-lax --nbval-current-env
+
+test-unit: setup
+	$(PY) -m pytest tests --ignore=tests/test_book_site.py
+
+test-book: setup
+	BOOK_QUICK=1 $(PY) -m pytest book tests/test_book_site.py --nbval-lax --nbval-current-env
+
+# Executes every chapter (execute_notebooks: force) and fails on any warning or cell error.
+# `clean` first: Sphinx would otherwise skip unchanged chapters and keep their old outputs.
+# MathJax comes from `npm pack mathjax` (cached in .cache/mathjax, see book/_ext).
+book: setup
+	$(VENV)/bin/jupyter-book clean .
+	$(BOOK_ENV) $(VENV)/bin/jupyter-book build . -W --keep-going
+	@echo "open _build/html/index.html"
+
+# The browser test drives Debian's Chromium through Playwright (no `playwright install`).
+browser:
+	@test -x /usr/bin/chromium || { test "$$(id -u)" = 0 && \
+	  apt-get update -qq && apt-get install -y -qq chromium; } || \
+	  echo "warning: no /usr/bin/chromium; tests/test_book_site.py will be skipped"
 
 demo: setup
 	$(PY) -m transformer demo

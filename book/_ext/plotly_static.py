@@ -1,0 +1,145 @@
+"""Serve plotly.js and MathJax from the book's own ``_static`` folder (no CDN).
+
+* plotly.js: copied from the installed plotly wheel (``plotly/package_data/plotly.min.js``)
+  and loaded on every page with a figure, before the figures' inline scripts
+  (see :func:`transformer.viz.setup_plotly`, which leaves plotly.js out of each figure).
+* MathJax 3: the es5 build from the npm registry's ``mathjax`` package. It is fetched
+  once with ``npm pack mathjax@<version>`` into ``.cache/mathjax/`` (git-ignored) unless
+  ``MATHJAX_DIR`` names an unpacked ``es5`` folder, then the files the page needs
+  (``tex-chtml.js``, CHTML fonts, TeX extensions, UI) are copied to ``_static/mathjax``
+  and ``mathjax_path`` points there. Without npm and without a cache this warns (an error
+  under ``-W``) and leaves Sphinx's CDN default.
+
+* The plotly MIME type: :func:`transformer.viz.setup_plotly` emits each figure as one
+  output holding both ``application/vnd.plotly.v1+json`` (for JupyterLab) and
+  ``text/html`` (for this site). myst-nb renders every MIME type of an output before
+  choosing one and warns about the plotly one; here it becomes an empty placeholder, so
+  the ``text/html`` sibling is chosen silently, while a figure *without* ``text/html``
+  still fails a ``-W`` build ("No mime type available in priority list").
+
+Enabled from ``_config.yml``: ``sphinx: local_extensions: {plotly_static: book/_ext}``.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path
+
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+MATHJAX_VERSION = "3.2.2"
+STAGE = "_book_static"          # folder under the build dir, added to html_static_path
+# Parts of MathJax's es5 build that tex-chtml.js loads (everything else stays out).
+MATHJAX_PARTS = ["tex-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions",
+                 "ui", "a11y/assistive-mml.js"]
+
+
+def _plotly_js() -> Path:
+    import plotly
+    return Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+
+
+def _mathjax_es5(srcdir: Path) -> Path | None:
+    """An unpacked MathJax ``es5`` folder: $MATHJAX_DIR, the cache, or a fresh npm pack."""
+    env = os.environ.get("MATHJAX_DIR")
+    if env:
+        return Path(env) if (Path(env) / "tex-chtml.js").is_file() else None
+    cache = srcdir / ".cache" / "mathjax" / MATHJAX_VERSION
+    es5 = cache / "package" / "es5"
+    if (es5 / "tex-chtml.js").is_file():
+        return es5
+    npm = shutil.which("npm")
+    if npm is None:
+        return None
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            subprocess.run([npm, "pack", f"mathjax@{MATHJAX_VERSION}", "--silent",
+                            "--pack-destination", tmp], check=True, capture_output=True,
+                           timeout=300)
+        except (subprocess.SubprocessError, OSError) as err:
+            logger.warning(f"plotly_static: npm pack mathjax@{MATHJAX_VERSION} failed: {err}")
+            return None
+        tgz = next(Path(tmp).glob("mathjax-*.tgz"))
+        with tarfile.open(tgz) as tar:
+            members = [m for m in tar.getmembers() if m.name.startswith("package/es5/")
+                       and not m.name.startswith("package/es5/sre/")]
+            tar.extractall(cache, members=members, filter="data")
+    return es5 if (es5 / "tex-chtml.js").is_file() else None
+
+
+def _stage(app, config) -> None:
+    stage = Path(app.outdir).parent / STAGE
+    shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir(parents=True)
+    shutil.copy2(_plotly_js(), stage / "plotly.min.js")
+    (stage / "book.css").write_text(BOOK_CSS)
+    es5 = _mathjax_es5(Path(app.srcdir))
+    if es5 is None:
+        logger.warning("plotly_static: no MathJax found (install npm or set MATHJAX_DIR); "
+                       "pages will load MathJax from a CDN")
+    else:
+        for part in MATHJAX_PARTS:
+            src, dst = es5 / part, stage / "mathjax" / part
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            if src.is_dir():
+                shutil.copytree(src, dst)
+            else:
+                shutil.copy2(src, dst)
+        config.mathjax_path = "mathjax/tex-chtml.js"
+    config.html_static_path = list(config.html_static_path) + [str(stage)]
+
+
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+# Chapter cells and the package's source run to 100 columns: fit them without scrolling.
+BOOK_CSS = """div.cell div.cell_input pre, div.highlight-python pre { font-size: 0.78em; }
+"""
+
+
+def _quiet_plotly_mime() -> None:
+    from docutils import nodes
+    from myst_nb.core.render import NbElementRenderer
+
+    original = NbElementRenderer.render_mime_type
+    if getattr(original, "_plotly_static", False):
+        return
+
+    def render_mime_type(self, data):
+        if data.mime_type == PLOTLY_MIME:
+            return [nodes.comment("", "plotly figure: see the text/html output")]
+        return original(self, data)
+
+    render_mime_type._plotly_static = True
+    NbElementRenderer.render_mime_type = render_mime_type
+
+
+def _page_scripts(app, pagename, templatename, context, doctree) -> None:
+    """plotly.js on pages with figures only; drop scripts that appear twice (sphinx-thebe
+    adds its ``const THEBE_JS_URL`` block twice with launch buttons: a console error)."""
+    if "plotly-graph-div" in context.get("body", ""):
+        # Plain <script src> in <head>: loaded before the figures' inline scripts run.
+        app.add_js_file("plotly.min.js", priority=100)
+    scripts = context.get("script_files")
+    if scripts:
+        seen, unique = set(), []
+        for js in scripts:
+            # inline scripts come as filename None or "": same body, same script
+            key = (getattr(js, "filename", None) or "",
+                   repr(sorted(getattr(js, "attributes", {}).items())))
+            if key not in seen:
+                seen.add(key)
+                unique.append(js)
+        scripts[:] = unique
+
+
+def setup(app):
+    _quiet_plotly_mime()
+    app.connect("config-inited", _stage, priority=900)
+    app.connect("html-page-context", _page_scripts, priority=900)
+    app.add_css_file("book.css")
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,334 @@
+"""Figures for the book: a plotly renderer for the static site and small figure helpers.
+
+* :func:`setup_plotly` makes figures show up in the Jupyter Book build. A plain kernel's
+  default renderer, ``plotly_mimetype``, emits a MIME type that myst-nb drops; this adds
+  a ``text/html`` rendering (no plotly.js inside: the book's Sphinx extension
+  ``book/_ext/plotly_static.py`` serves one copy from ``_static``). Colab, VS Code and
+  other front ends keep their own renderer.
+* :data:`QUICK` is true when the environment variable ``BOOK_QUICK=1`` asks for a fast
+  run (CI, ``make test``): chapters use :func:`pick` to shrink sweeps and training.
+* :func:`slider_figure` and :func:`attention_heatmap` build figures whose interactivity
+  (plotly sliders) works in the static HTML, without a kernel.
+
+plotly is imported lazily, so ``import transformer`` never needs it.
+"""
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+QUICK: bool = os.environ.get("BOOK_QUICK", "").strip().lower() not in ("", "0", "false", "no")
+RENDERER = "book_html"
+
+
+def pick(full, quick):
+    """``full`` normally, ``quick`` when ``BOOK_QUICK=1`` (e.g. ``steps = pick(300, 60)``)."""
+    return quick if QUICK else full
+
+
+def book_settings() -> dict:
+    """What this run of the book uses (printed by chapters that train or sweep)."""
+    import torch
+    return {"quick": QUICK, "torch": torch.__version__, "threads": torch.get_num_threads(),
+            "plotly_renderer": _default_renderer()}
+
+
+def _default_renderer() -> str | None:
+    try:
+        import plotly.io as pio
+    except ImportError:
+        return None
+    return pio.renderers.default
+
+
+def setup_plotly() -> str:
+    """Register the book's HTML renderer where the default is ``plotly_mimetype``.
+
+    In a plain Jupyter kernel the default becomes ``book_html``, one output with both the
+    plotly MIME type (JupyterLab still draws the native figure) and ``text/html`` (what the
+    book build, myst-nb, renders). Anywhere else (Colab's ``colab``, ``vscode``, a
+    terminal's ``browser``) nothing changes. Returns the renderer now in use.
+    """
+    import plotly.io as pio
+    from plotly.io._base_renderers import MimetypeRenderer, PlotlyRenderer
+
+    class BookHtmlRenderer(MimetypeRenderer):
+        """One output carrying both the plotly MIME type (JupyterLab draws that) and
+        ``text/html`` without plotly.js (the book draws that with ``_static/plotly.min.js``)."""
+
+        def to_mimebundle(self, fig_dict):
+            bundle = PlotlyRenderer(config={"displaylogo": False}).to_mimebundle(fig_dict)
+            bundle["text/html"] = pio.to_html(
+                fig_dict, include_plotlyjs=False, include_mathjax=False, full_html=False,
+                auto_play=False, validate=False, config={"responsive": True, "displaylogo": False})
+            return bundle
+
+    pio.renderers[RENDERER] = BookHtmlRenderer()
+    # Only a plain Jupyter kernel's default ("plotly_mimetype", whose output myst-nb drops)
+    # is replaced; "+notebook" variants would embed 4.8 MB of plotly.js per notebook.
+    if (pio.renderers.default or "").split("+")[0] == "plotly_mimetype":
+        pio.renderers.default = RENDERER
+    return pio.renderers.default
+
+
+# --------------------------------------------------------------------- helpers
+def token_labels(tokens: Sequence[str]) -> list[str]:
+    """Unique axis labels ``"0:the", "1:cat", ...`` (repeated tokens would merge)."""
+    return [f"{i}:{t}" for i, t in enumerate(tokens)]
+
+
+def slider_figure(steps: Sequence[Sequence], step_labels: Sequence[str], *, title: str,
+                  step_titles: Sequence[str] | None = None, slider_prefix: str = "",
+                  active: int = 0, layout: dict | None = None):
+    """One figure, one group of traces per slider step; the slider shows one group.
+
+    ``steps[i]`` is the list of traces for step i (all steps must share axes).
+    ``step_titles[i]`` replaces the title when step i is shown (default
+    ``f"{title} - {step_labels[i]}"``). Works in static HTML: the slider toggles
+    trace visibility with ``Plotly.update``, no kernel and no frames needed.
+    """
+    import plotly.graph_objects as go
+
+    if len(steps) != len(step_labels):
+        raise ValueError(f"{len(steps)} steps but {len(step_labels)} labels")
+    if step_titles is None:
+        step_titles = [f"{title} - {label}" for label in step_labels]
+    fig = go.Figure()
+    owner: list[int] = []
+    for i, traces in enumerate(steps):
+        for trace in traces:
+            trace.visible = i == active
+            fig.add_trace(trace)
+            owner.append(i)
+    slider_steps = [
+        dict(label=str(label), method="update",
+             args=[{"visible": [o == i for o in owner]}, {"title.text": step_titles[i]}])
+        for i, label in enumerate(step_labels)
+    ]
+    fig.update_layout(
+        title=dict(text=step_titles[active]),
+        sliders=[dict(active=active, steps=slider_steps, pad=dict(t=50),
+                      currentvalue=dict(prefix=slider_prefix))],
+        **(layout or {}),
+    )
+    return fig
+
+
+def heatmap(z, *, x=None, y=None, title: str, x_title: str, y_title: str,
+            colorbar_title: str, colorscale: str = "Viridis", zmin=None, zmax=None,
+            height: int | None = None, reverse_y: bool = True):
+    """A single heatmap with title, axis titles and a titled colour bar.
+
+    ``z`` is (rows, cols) (tensor, array or nested lists); row 0 is drawn at the top.
+    """
+    import plotly.graph_objects as go
+
+    fig = go.Figure(heatmap_trace(z, x, y, colorbar_title, colorscale, zmin, zmax))
+    fig.update_layout(title=dict(text=title), xaxis_title=x_title, yaxis_title=y_title,
+                      height=height)
+    if reverse_y:
+        fig.update_yaxes(autorange="reversed")
+    return fig
+
+
+def _to_list(z):
+    if hasattr(z, "detach"):
+        z = z.detach().cpu()
+    if hasattr(z, "tolist"):
+        return z.tolist()
+    return z
+
+
+def heatmap_trace(z, x, y, colorbar_title, colorscale="Viridis", zmin=None, zmax=None,
+                   hover_name: str = "value"):
+    import plotly.graph_objects as go
+
+    return go.Heatmap(z=_to_list(z), x=x, y=y, colorscale=colorscale, zmin=zmin, zmax=zmax,
+                      colorbar=dict(title=dict(text=colorbar_title)),
+                      hovertemplate=f"x: %{{x}}<br>y: %{{y}}<br>{hover_name}: %{{z:.3f}}"
+                                    "<extra></extra>")
+
+
+def attention_heatmap(weights, query_tokens: Sequence[str], key_tokens: Sequence[str] | None = None,
+                      *, title: str = "Attention weights", step_labels: Sequence[str] | None = None,
+                      slider_prefix: str = "head: ", height: int | None = 520, active: int = 0):
+    """Attention weights as a heatmap, with a slider when there are several maps.
+
+    ``weights``: (q_len, k_len) or (n, q_len, k_len), e.g. one map per head or per
+    layer/head pair (flatten them and name each in ``step_labels``, e.g. ``"L1 H3"``).
+    Rows are queries (attending), columns keys (attended to); colour is the weight.
+    ``active``: the map shown first.
+    """
+    w = weights.detach().cpu().float() if hasattr(weights, "detach") else weights
+    if getattr(w, "ndim", None) == 2 or (isinstance(w, list) and not isinstance(w[0][0], list)):
+        w = [w]
+    key_tokens = query_tokens if key_tokens is None else key_tokens
+    ys, xs = token_labels(query_tokens), token_labels(key_tokens)
+    n = len(w)
+    labels = list(step_labels) if step_labels is not None else [str(i + 1) for i in range(n)]
+    layout = dict(xaxis=dict(title=dict(text="key (attended to)"), tickangle=-45),
+                  yaxis=dict(title=dict(text="query (attending)"), autorange="reversed"),
+                  height=height)
+    if n == 1:
+        import plotly.graph_objects as go
+        fig = go.Figure(heatmap_trace(w[0], xs, ys, "attention weight", zmin=0, zmax=1,
+                                       hover_name="weight"))
+        fig.update_layout(title=dict(text=title), **layout)
+        return fig
+    steps = [[heatmap_trace(w[i], xs, ys, "attention weight", zmin=0, zmax=1,
+                             hover_name="weight")] for i in range(n)]
+    return slider_figure(steps, labels, title=title,
+                         step_titles=[f"{title} ({slider_prefix}{lab})" for lab in labels],
+                         slider_prefix=slider_prefix, active=active, layout=layout)
+
+
+# ------------------------------------------------ two independent controls
+def _rounded(value, digits: int | None):
+    value = _to_list(value)
+    if digits is None:
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_rounded(v, digits) for v in value]
+    if isinstance(value, float):
+        return None if value != value else round(value, digits)     # NaN -> gap
+    return value
+
+
+def menu_slider_figure(make_trace, data, menu_labels: Sequence[str],
+                       step_labels: Sequence[str], *, title: str,
+                       step_titles: Sequence[str] | None = None,
+                       menu_layouts: Sequence[dict] | None = None, slider_prefix: str = "",
+                       menu_prefix: str = "", fixed_traces: Sequence = (),
+                       active_menu: int = 0, active_step: int = 0, digits: int | None = None,
+                       layout: dict | None = None):
+    """A figure explorable along two independent axes in static HTML: a dropdown and a slider.
+
+    ``data[m][s]`` is the list of traces of slider step ``s`` when menu option ``m`` is
+    chosen, each given as a dict of trace attributes (the same keys everywhere, e.g.
+    ``{"z": ..., "x": ..., "y": ...}``); ``make_trace(attrs)`` builds a trace from one
+    (e.g. ``lambda a: go.Heatmap(**a, colorscale="Viridis")``).
+
+    Each slider step owns its traces and the slider shows one step's traces (``Plotly.update``
+    of ``visible`` and the title, ``step_titles[s]``); the dropdown rewrites the data of every
+    step's traces at once (``Plotly.update`` of the attributes, plus ``menu_layouts[m]``,
+    by default the subtitle ``menu_labels[m]``). The two controls therefore compose: the
+    slider keeps its position when the menu changes and the other way round, without a
+    kernel. ``fixed_traces`` stay visible and untouched. ``digits`` rounds floats (smaller
+    pages); NaN becomes a gap.
+    """
+    import plotly.graph_objects as go
+
+    n_menu, n_steps = len(menu_labels), len(step_labels)
+    if len(data) != n_menu or any(len(d) != n_steps for d in data):
+        raise ValueError(f"data must be {n_menu} menu options x {n_steps} slider steps")
+    per_step = [len(traces) for traces in data[0]]
+    if any([len(traces) for traces in d] != per_step for d in data):
+        raise ValueError("every menu option needs the same number of traces per step")
+    keys = sorted(data[0][0][0])
+    if any(sorted(attrs) != keys for d in data for traces in d for attrs in traces):
+        raise ValueError(f"every trace dict needs the same keys {keys}")
+    if step_titles is None:
+        step_titles = [f"{title} ({slider_prefix}{label})" for label in step_labels]
+    if menu_layouts is None:
+        menu_layouts = [{"title.subtitle.text": f"{menu_prefix}{label}"} for label in menu_labels]
+
+    rounded = [[[{k: _rounded(v, digits) for k, v in attrs.items()} for attrs in traces]
+                for traces in d] for d in data]
+    fig = go.Figure()
+    owner: list[int] = []
+    for s, traces in enumerate(rounded[active_menu]):
+        for attrs in traces:
+            trace = make_trace(attrs)
+            trace.visible = s == active_step
+            fig.add_trace(trace)
+            owner.append(s)
+    n_step_traces = len(owner)
+    for trace in fixed_traces:
+        fig.add_trace(trace)
+        owner.append(-1)
+    step_indices = list(range(n_step_traces))
+
+    slider_steps = [
+        dict(label=str(label), method="update",
+             args=[{"visible": [o == s or o == -1 for o in owner]}, {"title.text": step_titles[s]}])
+        for s, label in enumerate(step_labels)]
+    buttons = []
+    for m, label in enumerate(menu_labels):
+        flat = [attrs for traces in rounded[m] for attrs in traces]
+        restyle = {k: [attrs[k] for attrs in flat] for k in keys}
+        buttons.append(dict(label=str(label), method="update",
+                            args=[restyle, dict(menu_layouts[m]), step_indices]))
+    fig.update_layout(
+        title=dict(text=step_titles[active_step]),
+        sliders=[dict(active=active_step, steps=slider_steps, pad=dict(t=60),
+                      currentvalue=dict(prefix=slider_prefix))],
+        updatemenus=[dict(type="dropdown", buttons=buttons, active=active_menu,
+                          direction="down", x=0.0, xanchor="left", y=1.02, yanchor="bottom",
+                          showactive=True)],
+        **(layout or {}))
+    for key, value in menu_layouts[active_menu].items():      # the initial menu's layout
+        fig.update_layout({key.replace(".", "_"): value})
+    return fig
+
+
+ATTENTION_KINDS = {   # recorder part -> (name, query side, key side)
+    "encoder.self": ("encoder self-attention", "source", "source"),
+    "decoder.self": ("decoder self-attention (masked)", "target", "target"),
+    "decoder.cross": ("encoder-decoder attention", "target", "source"),
+}
+
+
+def attention_explorer(examples: Sequence[dict], *, title: str = "Attention explorer",
+                       kinds: Sequence[str] = tuple(ATTENTION_KINDS), height: int = 680,
+                       digits: int = 3):
+    """Every layer and head of several sentences and attention kinds, in one static figure.
+
+    ``examples``: dicts with ``"name"``, ``"source"`` (source token strings, keys and
+    queries of the encoder), ``"target"`` (the decoder's input tokens, BOS first) and
+    ``"weights"``: ``{kind: (layers, heads, q_len, k_len)}`` for each kind of
+    :data:`ATTENTION_KINDS` (``recorder.stacked(kind)[:, b]``). The dropdown picks a
+    sentence and kind, the slider a layer and head (a stack with fewer layers shows an
+    empty map). Axis labels are made unique (``"3:the"``); hover shows the weight.
+    """
+    import math
+
+    import plotly.graph_objects as go
+
+    n_layers = max(ex["weights"][k].shape[0] for ex in examples for k in kinds)
+    n_heads = max(ex["weights"][k].shape[1] for ex in examples for k in kinds)
+    step_labels = [f"layer {l + 1}, head {h + 1}" for l in range(n_layers) for h in range(n_heads)]
+    menu_labels, menu_layouts, data = [], [], []
+    for ex in examples:
+        for kind in kinds:
+            name, q_side, k_side = ATTENTION_KINDS[kind]
+            ys = token_labels(ex[q_side])
+            xs = token_labels(ex[k_side])
+            w = ex["weights"][kind]
+            w = w.detach().cpu().float() if hasattr(w, "detach") else w
+            steps = []
+            for l in range(n_layers):
+                for h in range(n_heads):
+                    if l < w.shape[0] and h < w.shape[1]:
+                        z = _to_list(w[l][h])
+                    else:
+                        z = [[math.nan] * len(xs) for _ in ys]
+                    steps.append([{"z": z, "x": xs, "y": ys}])
+            data.append(steps)
+            label = f"{ex['name']}: {name}"
+            menu_labels.append(label)
+            menu_layouts.append({
+                "title.subtitle.text": label,
+                "xaxis.title.text": f"key: {k_side} token (attended to)",
+                "yaxis.title.text": f"query: {q_side} token (attending)"})
+
+    def make_trace(attrs):
+        return go.Heatmap(**attrs, zmin=0, zmax=1, colorscale="Viridis",
+                          colorbar=dict(title=dict(text="attention weight")),
+                          hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.3f}<extra></extra>")
+
+    return menu_slider_figure(
+        make_trace, data, menu_labels, step_labels, title=title, menu_layouts=menu_layouts,
+        step_titles=[f"{title}: {label}" for label in step_labels], digits=digits,
+        layout=dict(height=height, margin=dict(t=130),
+                    xaxis=dict(tickangle=-45, type="category"),
+                    yaxis=dict(autorange="reversed", type="category")))
