@@ -108,16 +108,33 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     return "bf16"
 
 
+@contextlib.contextmanager
 def autocast(device: torch.device, precision: str):
+    """Mixed precision for the forward pass (master weights stay fp32).
+
+    On CPU in bf16, PyTorch's "math" attention kernel has a 2-3x faster backward than
+    the fused CPU kernel (measured in benchmarks/train_throughput.py), so it is chosen.
+    """
     if precision == "fp32":
-        return contextlib.nullcontext()
+        yield
+        return
     dtype = torch.bfloat16 if precision == "bf16" else torch.float16
-    return torch.autocast(device.type, dtype=dtype)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(torch.autocast(device.type, dtype=dtype))
+        if device.type == "cpu":
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+            stack.enter_context(sdpa_kernel(SDPBackend.MATH))
+        yield
 
 
 def make_optimizer(model: torch.nn.Module) -> torch.optim.Adam:
-    """Adam(beta1=0.9, beta2=0.98, eps=1e-9), section 5.3; lr is set every step."""
-    return torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9)
+    """Adam(beta1=0.9, beta2=0.98, eps=1e-9), section 5.3; lr is set every step.
+
+    ``fused=True`` updates all parameters in one kernel (about 10x faster than the
+    per-tensor loop on a CPU; same maths).
+    """
+    return torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9,
+                            fused=True)
 
 
 class SequenceLoss(torch.nn.Module):

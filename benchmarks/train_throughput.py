@@ -1,0 +1,355 @@
+"""Training-step throughput: our Transformer vs torch.nn.Transformer vs Hugging Face Marian.
+
+One training step = forward + label-smoothed loss (eps_ls = 0.1, section 5.4) + backward +
+Adam step, on the same right-padded batch, with the same dimensions, dropout, thread count
+and optimizer. The three models run alternately in one process (warm-up steps first, then
+rounds of ours / torch / marian in rotating order) and we report medians.
+
+    (a) ours    transformer.Transformer + transformer.trainer.SequenceLoss (the trainer's
+                loss), which projects and scores only the non-pad target positions;
+    (b) torch   torch.nn.Transformer (post-norm, ReLU, batch_first) wrapped with the same
+                shared embedding (x sqrt(d_model)), sinusoidal table and tied output
+                projection; the usual masks (causal tgt_mask + three key padding masks);
+                logits at every target position, then the same loss;
+    (c) marian  transformers.MarianMTModel from a MarianConfig of the same dimensions
+                (random weights), SDPA attention, source attention_mask, logits at every
+                target position, then the same loss.
+
+All three use dropout P_drop on the residual branches and the embeddings only (attention
+and activation dropout 0, as in ModelConfig), no final LayerNorm after a post-norm stack,
+the same fused Adam, and in bf16 the same attention kernel (see ``precision``).
+Batches are made like the trainer's (``transformer.batching``: bucketed by length, packed
+to a token budget) from corpus-like sentence lengths; ``--random-batches`` packs them in
+random order instead (about half the positions are then padding).
+
+Throughput counts real (non-pad) target tokens per second. Model FLOPs are counted
+analytically on the real tokens (see ``model_flops``) and shown as a fraction of this
+machine's 2048^3 matmul peak measured in the same run.
+
+    python benchmarks/train_throughput.py                 # small and base, fp32 and bf16
+    python benchmarks/train_throughput.py --preset small --quick
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+from contextlib import contextmanager
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from transformer import LabelSmoothingLoss, ModelConfig, Transformer, sinusoidal_encoding
+from transformer.batching import collate, token_batches
+from transformer.config import PAD_ID
+from transformer.trainer import SequenceLoss
+
+# Batch size in padded slots per side (the trainer's --max-tokens): ~3k real target
+# tokens at the CPU preset, ~1k at base dims.
+MAX_TOKENS = {"small": 3584, "base": 1280}
+
+
+# --------------------------------------------------------------------------- data
+def corpus_like_lengths(n: int, gen: torch.Generator) -> tuple[list[int], list[int]]:
+    """Source/target lengths in subword tokens (no EOS/BOS), shaped like Multi30k en-de.
+
+    Multi30k train has 11.9 +- 3.8 English and 11.1 +- 3.8 German words per sentence;
+    with an 8k sentencepiece vocabulary that is ~1.3 subwords per word. Source lengths
+    follow a gamma distribution with that mean and spread; the target is a noisy
+    multiple of the source, as in translation.
+    """
+    shape, scale = 9.6, 1.6                                    # mean 15.4, sd 5.0
+    src = torch._standard_gamma(torch.full((n,), shape), generator=gen) * scale
+    src = src.round().clamp(2, 100)
+    ratio = torch.empty(n).log_normal_(0.0, 0.15, generator=gen)
+    tgt = (src * 0.95 * ratio).round().clamp(1, 100)
+    return src.long().tolist(), tgt.long().tolist()
+
+
+def make_batches(n: int, max_tokens: int, vocab: int, bucketed: bool = True, seed: int = 0):
+    """``n`` right-padded (src, tgt_in, tgt_out) batches, as the project's trainer makes them.
+
+    Sentence lengths come from :func:`corpus_like_lengths`; the pairs are grouped by
+    :func:`transformer.batching.token_batches` (sorted by target then source length, packed
+    up to ``max_tokens`` slots per side) and padded by :func:`transformer.batching.collate`.
+    ``bucketed=False`` packs the pairs in random order instead (much more padding).
+    Token ids are random: the speed of a step does not depend on them.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    src_len, tgt_len = corpus_like_lengths(40 * max_tokens // 16, gen)
+    groups = token_batches([s + 1 for s in src_len], [t + 1 for t in tgt_len], max_tokens,
+                           seed=seed, bucket=bucketed)
+    groups = [g for g in groups if len(g) > 1][:n]     # drop a lone over-long pair
+    batches = []
+    for group in groups:
+        src = [torch.randint(4, vocab, (src_len[i],), generator=gen).tolist() for i in group]
+        tgt = [torch.randint(4, vocab, (tgt_len[i],), generator=gen).tolist() for i in group]
+        b = collate(src, tgt)
+        batches.append((b.src, b.tgt_in, b.tgt_out))
+    return batches
+
+
+# ------------------------------------------------------------------------ models
+class TorchTransformerMT(nn.Module):
+    """torch.nn.Transformer with the paper's embeddings and tied pre-softmax projection."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        d = cfg.d_model
+        self.pad_id, self.scale = cfg.pad_id, math.sqrt(d)
+        self.embed = nn.Parameter(torch.empty(cfg.vocab_size, d).normal_(0.0, d ** -0.5))
+        self.register_buffer("pe", sinusoidal_encoding(cfg.max_len, d), persistent=False)
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.core = nn.Transformer(d, cfg.n_heads, cfg.n_encoder_layers, cfg.n_decoder_layers,
+                                   cfg.d_ff, cfg.dropout, activation="relu", batch_first=True,
+                                   norm_first=False, layer_norm_eps=cfg.layer_norm_eps)
+        # Same model as ours: no LayerNorm after a post-norm stack, dropout only on the
+        # residual branches (nn.Transformer also drops attention weights and activations).
+        self.core.encoder.norm = self.core.decoder.norm = None
+        for layer in [*self.core.encoder.layers, *self.core.decoder.layers]:
+            layer.dropout = nn.Dropout(cfg.activation_dropout)
+            for attn in (getattr(layer, "self_attn", None), getattr(layer, "multihead_attn", None)):
+                if attn is not None:
+                    attn.dropout = cfg.attention_dropout
+
+    def embed_tokens(self, tokens):
+        return self.dropout(F.embedding(tokens, self.embed) * self.scale
+                            + self.pe[:tokens.size(1)])
+
+    def forward(self, src, tgt_in):
+        src_pad, tgt_pad = src == self.pad_id, tgt_in == self.pad_id          # True = ignore
+        T = tgt_in.size(1)
+        causal = torch.ones(T, T, dtype=torch.bool).triu(1)                  # True = ignore
+        h = self.core(self.embed_tokens(src), self.embed_tokens(tgt_in), tgt_mask=causal,
+                      src_key_padding_mask=src_pad, tgt_key_padding_mask=tgt_pad,
+                      memory_key_padding_mask=src_pad, tgt_is_causal=True)
+        return h @ self.embed.t()                                             # (B, T, V)
+
+
+def build_marian(cfg: ModelConfig):
+    from transformers import MarianConfig, MarianMTModel
+    mc = MarianConfig(
+        vocab_size=cfg.vocab_size, decoder_vocab_size=cfg.vocab_size, d_model=cfg.d_model,
+        encoder_layers=cfg.n_encoder_layers, decoder_layers=cfg.n_decoder_layers,
+        encoder_attention_heads=cfg.n_heads, decoder_attention_heads=cfg.n_heads,
+        encoder_ffn_dim=cfg.d_ff, decoder_ffn_dim=cfg.d_ff, activation_function="relu",
+        dropout=cfg.dropout, attention_dropout=cfg.attention_dropout,
+        activation_dropout=cfg.activation_dropout, max_position_embeddings=cfg.max_len,
+        scale_embedding=True, share_encoder_decoder_embeddings=True, tie_word_embeddings=True,
+        pad_token_id=cfg.pad_id, eos_token_id=cfg.eos_id, decoder_start_token_id=cfg.bos_id,
+        forced_eos_token_id=cfg.eos_id, use_cache=False)
+    mc._attn_implementation = "sdpa"
+    return MarianMTModel(mc)
+
+
+@contextmanager
+def precision(dtype: str):
+    """fp32, or bf16 autocast with PyTorch's "math" attention kernel.
+
+    On CPUs without AMX (this one: AVX512-BF16) the fused ("flash") attention kernel's
+    bf16 backward is 2-3x slower than the plain matmul-softmax-matmul one at sentence
+    lengths; in fp32 the two tie. The choice applies to all three models alike.
+    """
+    if dtype == "fp32":
+        yield
+        return
+    with torch.autocast("cpu", dtype=torch.bfloat16), sdpa_kernel(SDPBackend.MATH):
+        yield
+
+
+def make_steps(cfg: ModelConfig):
+    """{name: (model, step(batch, dtype))}; each step runs forward, loss, backward, Adam."""
+    criterion = LabelSmoothingLoss(0.1, pad_id=cfg.pad_id)
+    models = {"ours": Transformer(cfg), "torch": TorchTransformerMT(cfg),
+              "marian": build_marian(cfg)}
+    sequence_loss = SequenceLoss(models["ours"], criterion)        # summed over tokens
+
+    def forward_loss(name, model, src, tgt_in, tgt_out):
+        if name == "ours":
+            return sequence_loss(src, tgt_in, tgt_out) / (tgt_out != cfg.pad_id).sum()
+        if name == "torch":
+            return criterion(model(src, tgt_in), tgt_out)
+        logits = model(input_ids=src, attention_mask=(src != cfg.pad_id).long(),
+                       decoder_input_ids=tgt_in, use_cache=False).logits
+        return criterion(logits, tgt_out)
+
+    steps = {}
+    for name, model in models.items():
+        model.train()
+        # The same Adam for all three (section 5.3 settings); fused=True is one kernel per
+        # update instead of ~10 small ones per parameter: ~10x faster on CPU.
+        opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9,
+                               fused=True)
+
+        def step(batch, dtype, name=name, model=model, opt=opt):
+            opt.zero_grad(set_to_none=True)
+            with precision(dtype):
+                loss = forward_loss(name, model, *batch)
+            loss.backward()
+            opt.step()
+            return loss.item()
+        steps[name] = (model, step)
+    return steps
+
+
+# ------------------------------------------------------------------------- FLOPs
+def model_flops(cfg: ModelConfig, src, tgt_out) -> float:
+    """Training FLOPs of one step on the real (non-pad) tokens.
+
+    6 * (matrix-multiply parameters) * tokens -- 2 per multiply-add forward, 4 backward --
+    with each weight counted on the tokens it multiplies: encoder (4 d^2 + 2 d d_ff per
+    layer) and the decoder's cross-attention K, V maps (2 d^2) on source tokens; the rest
+    of the decoder (6 d^2 + 2 d d_ff per layer) and the d x V output projection on target
+    tokens. The embedding lookup is not a matmul. Plus the attention products QK^T and AV,
+    6 * 2 * q_len * k_len * d per layer and sentence, over each sentence's real lengths;
+    decoder self-attention counts the causal half, T(T+1)/2.
+    """
+    d, f, V = cfg.d_model, cfg.d_ff, cfg.tgt_vocab_size
+    s_len = (src != cfg.pad_id).sum(1).double()
+    t_len = (tgt_out != cfg.pad_id).sum(1).double()
+    S, T = s_len.sum().item(), t_len.sum().item()
+    on_src = cfg.n_encoder_layers * (4 * d * d + 2 * d * f) + cfg.n_decoder_layers * 2 * d * d
+    on_tgt = cfg.n_decoder_layers * (6 * d * d + 2 * d * f) + d * V
+    dense = 6 * (on_src * S + on_tgt * T)
+    attn = 12 * d * (cfg.n_encoder_layers * (s_len ** 2).sum()
+                     + cfg.n_decoder_layers * ((t_len * (t_len + 1) / 2).sum()
+                                               + (t_len * s_len).sum()))
+    return dense + attn.item()
+
+
+class MatmulPeak:
+    """Best GFLOP/s seen for a 2048^3 matmul at the current thread count, per dtype.
+
+    Sampled at the start, after every round and at the end, so that a busy spell on a
+    shared machine does not pass for the peak.
+    """
+
+    def __init__(self, n: int = 2048):
+        self.n, self.best = n, {"fp32": 0.0, "bf16": 0.0}
+
+    def sample(self, reps: int = 1) -> dict:
+        for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+            a, b = torch.randn(self.n, self.n, dtype=dtype), torch.randn(self.n, self.n, dtype=dtype)
+            a @ b
+            for _ in range(reps):
+                t = time.perf_counter()
+                a @ b
+                self.best[name] = max(self.best[name],
+                                      2 * self.n ** 3 / (time.perf_counter() - t) / 1e9)
+        return self.best
+
+
+# -------------------------------------------------------------------------- main
+def run_preset(preset: str, args, peaks: MatmulPeak) -> dict:
+    """Time every (model, dtype) on the same batches, alternating; return the medians."""
+    cfg = ModelConfig.from_preset(preset, vocab_size=args.vocab)
+    max_tokens = MAX_TOKENS[preset] // (2 if args.quick else 1)
+    torch.manual_seed(0)
+    steps = make_steps(cfg)
+    batches = make_batches(args.steps + 1, max_tokens, cfg.vocab_size,
+                           bucketed=not args.random_batches)
+
+    def padding(i):   # share of pad positions in src (i=0) or tgt_out (i=2)
+        return 1 - (sum(int((b[i] != PAD_ID).sum()) for b in batches)
+                    / sum(b[i].numel() for b in batches))
+    n_tgt = [int((b[2] != PAD_ID).sum()) for b in batches]
+    print(f"\n== {preset}: d_model={cfg.d_model} h={cfg.n_heads} d_ff={cfg.d_ff} "
+          f"N={cfg.n_encoder_layers}+{cfg.n_decoder_layers} V={cfg.vocab_size}; batches of "
+          f"<= {max_tokens} slots per side: {statistics.mean(len(b[0]) for b in batches):.0f} "
+          f"sentences and {statistics.mean(n_tgt):.0f} target tokens on average, padding "
+          f"{padding(0):.0%} of source and {padding(2):.0%} of target positions")
+    for name, (model, _) in steps.items():
+        print(f"   {name:7s} {sum(p.numel() for p in model.parameters()):,} parameters")
+
+    variants = [(name, dtype) for dtype in args.dtypes for name in steps]
+    for name, dtype in variants:                                      # warm-up
+        for _ in range(args.warmup):
+            steps[name][1](batches[0], dtype)
+    wall = {v: [] for v in variants}
+    cpu = {v: [] for v in variants}
+    for r, batch in enumerate(batches[1:]):
+        order = variants[r % len(variants):] + variants[:r % len(variants)]   # rotate
+        for v in order:
+            t, c = time.perf_counter(), time.process_time()
+            steps[v[0]][1](batch, v[1])
+            wall[v].append(time.perf_counter() - t)
+            cpu[v].append(time.process_time() - c)
+        peaks.sample()
+        print(f"   round {r + 1}/{args.steps}: " + " ".join(
+            f"{n}/{d} {wall[(n, d)][-1]:.2f}s" for n, d in variants), flush=True)
+
+    flops = [model_flops(cfg, b[0], b[2]) for b in batches[1:]]
+    rows = {v: dict(tok_s=statistics.median(n / t for n, t in zip(n_tgt[1:], wall[v])),
+                    step_s=statistics.median(wall[v]), cpu_s=statistics.median(cpu[v]),
+                    gflop_s=statistics.median(f / t for f, t in zip(flops, wall[v])) / 1e9)
+            for v in variants}
+
+    def paired(a, b, times):   # median over rounds of the per-round time ratio b / a
+        return statistics.median(tb / ta for ta, tb in zip(times[a], times[b]))
+    pairs = [(("ours", d), (o, d)) for d in args.dtypes for o in ("torch", "marian")]
+    if "bf16" in args.dtypes and "fp32" in args.dtypes:
+        pairs += [(("ours", "bf16"), (o, "fp32")) for o in ("torch", "marian")]
+    speedups = {(a, b): (paired(a, b, wall), paired(a, b, cpu)) for a, b in pairs}
+    return dict(preset=preset, tokens=statistics.mean(n_tgt[1:]), rows=rows,
+                speedups=speedups)
+
+
+def report(result: dict, peaks: MatmulPeak) -> None:
+    print(f"\n{result['preset']}: {result['tokens']:.0f} target tokens per step (mean)")
+    print(f"   {'model':7s} {'dtype':5s} {'tok/s':>7s} {'s/step':>7s} {'cpu s':>6s} "
+          f"{'GFLOP/s':>8s} {'of peak':>8s}")
+    for (name, dtype), row in result["rows"].items():
+        print(f"   {name:7s} {dtype:5s} {row['tok_s']:7.0f} {row['step_s']:7.2f} "
+              f"{row['cpu_s']:6.2f} {row['gflop_s']:8.1f} "
+              f"{row['gflop_s'] / peaks.best[dtype]:8.1%}")
+    print("   speed-up of ours (median over rounds of paired step times; by CPU time):")
+    for (a, b), (by_wall, by_cpu) in result["speedups"].items():
+        print(f"     ours {a[1]} vs {b[0]} {b[1]}: {by_wall:.2f}x  ({by_cpu:.2f}x)")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--preset", choices=["small", "base", "all"], default="all")
+    p.add_argument("--steps", type=int, default=None,
+                   help="timed rounds per preset; each round times every model and dtype "
+                        "once (default 5, --quick 2)")
+    p.add_argument("--warmup", type=int, default=1, help="untimed steps per model and dtype")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--vocab", type=int, default=8000, help="shared vocabulary size")
+    p.add_argument("--dtypes", nargs="+", choices=["fp32", "bf16"], default=["fp32", "bf16"])
+    p.add_argument("--quick", action="store_true", help="half-size batches, 2 rounds")
+    p.add_argument("--random-batches", action="store_true",
+                   help="pack sentences in random order (about half padding) instead of "
+                        "bucketing them by length as the trainer does")
+    args = p.parse_args(argv)
+    if args.steps is None:
+        args.steps = 2 if args.quick else 5
+    torch.set_num_threads(args.threads)
+    import transformers
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}, python "
+          f"{platform.python_version()}, {args.threads} threads of {os.cpu_count()} CPUs, "
+          f"{time.strftime('%Y-%m-%d %H:%M')}")
+    peaks = MatmulPeak()
+    first = dict(peaks.sample(reps=5))
+    print(f"2048^3 matmul now: fp32 {first['fp32']:.0f} GFLOP/s, bf16 {first['bf16']:.0f} GFLOP/s")
+    t0 = time.perf_counter()
+    presets = ["small", "base"] if args.preset == "all" else [args.preset]
+    results = [run_preset(preset, args, peaks) for preset in presets]
+    peaks.sample(reps=3)
+    print(f"\n2048^3 matmul peak, best seen in this run: fp32 {peaks.best['fp32']:.0f}, bf16 "
+          f"{peaks.best['bf16']:.0f} GFLOP/s (the 'of peak' column divides by these)")
+    for result in results:
+        report(result, peaks)
+    print(f"\ntotal {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
