@@ -53,10 +53,33 @@ def _add_train(sub):
     p.add_argument("--save-every", type=int, default=d.save_every)
     p.add_argument("--keep-last", type=int, default=d.keep_last)
     p.add_argument("--log-every", type=int, default=d.log_every)
+    p.add_argument("--max-len", type=int, default=d.max_len,
+                   help="skip training pairs longer than this many tokens")
     p.add_argument("--device", default="auto")
     p.add_argument("--model", action="append", default=[], metavar="FIELD=VALUE",
                    help="override a ModelConfig field, e.g. --model norm_position=pre")
     p.add_argument("--no-progress", action="store_true")
+
+
+def train_command(cfg, out: str | None = None) -> list[str]:
+    """The ``python -m transformer train`` arguments that reproduce TrainConfig ``cfg``."""
+    import dataclasses
+    from .trainer import TrainConfig
+    default = TrainConfig()
+    args = ["python", "-m", "transformer", "train", "--out", out or cfg.out_dir]
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if f.name == "out_dir" or value == getattr(default, f.name):
+            continue
+        if f.name == "model_overrides":
+            args += [a for k, v in value.items() for a in ("--model", f"{k}={json.dumps(v)}")]
+        elif f.name == "progress":
+            args.append("--no-progress")
+        elif f.name == "compile":
+            args.append("--compile")
+        else:
+            args += ["--" + f.name.replace("_", "-"), str(value)]
+    return args
 
 
 def _model_overrides(pairs):
@@ -85,6 +108,7 @@ def cmd_train(args):
                       threads=args.threads, eval_every=args.eval_every,
                       eval_bleu_sentences=args.eval_bleu_sentences, save_every=args.save_every,
                       keep_last=args.keep_last, log_every=args.log_every, device=args.device,
+                      max_len=args.max_len,
                       progress=not args.no_progress)
     trainer = Trainer(cfg)
     if trainer.dist.main:

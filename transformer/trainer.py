@@ -333,8 +333,12 @@ class Trainer:
     def lr(self, step: int) -> float:
         return noam_lr(step, self.model_cfg.d_model, self.cfg.warmup, self.cfg.lr_factor)
 
-    def _next_micro_batches(self, batches):
-        """accum * world micro-batches; this rank's share."""
+    def next_micro_batches(self, batches):
+        """The micro-batches of the next update, from the iterator ``batches``.
+
+        Takes ``accum * world`` batches; returns this rank's share and the number of
+        target tokens in all of them (the update's loss is divided by that).
+        """
         group = []
         for _ in range(self.accum * self.dist.world):
             try:
@@ -398,7 +402,7 @@ class Trainer:
                 if cfg.time_limit_min and self.train_seconds >= cfg.time_limit_min * 60:
                     stop = True
                     break
-                micro, n_tokens = self._next_micro_batches(batches)
+                micro, n_tokens = self.next_micro_batches(batches)
                 if not micro:
                     break
                 loss = self.train_update(micro, n_tokens)

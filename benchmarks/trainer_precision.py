@@ -1,0 +1,70 @@
+"""Training tokens/s of the real trainer at the CPU preset, fp32 against bf16 autocast.
+
+    python benchmarks/trainer_precision.py                      # Multi30k, 60 updates each
+    python benchmarks/trainer_precision.py --updates 100 --threads 1
+
+Runs ``transformer.trainer.Trainer`` itself (token-bucketed Multi30k batches, label-smoothed
+loss, fused Adam, the schedule) for ``--updates`` updates in each precision, in fresh
+folders that share one BPE vocabulary, and reports the median of the target tokens/s the
+trainer logs every 10 updates, skipping the first ``--skip`` logged values (warm-up).
+Both precisions see the same batches in the same order (same seed). The corpus is read
+from ``$TRANSFORMER_DATA`` (or ``--data-root``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from transformer.trainer import TrainConfig, Trainer
+
+
+def run(precision: str, out: Path, args) -> dict:
+    cfg = TrainConfig(out_dir=str(out), corpus=args.corpus, data_root=args.data_root,
+                      preset="small", vocab_size=8000, max_tokens=4096, update_tokens=4096,
+                      warmup=400, lr_factor=0.5, precision=precision, threads=args.threads,
+                      max_updates=args.updates, save_every=10**9, eval_bleu_sentences=0,
+                      log_every=10, progress=False)
+    started = time.perf_counter()
+    Trainer(cfg).fit()
+    wall = time.perf_counter() - started
+    logged = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    rates = [r["tokens_per_s"] for r in logged if "tokens_per_s" in r][args.skip:]
+    return {"median": statistics.median(rates), "min": min(rates), "max": max(rates),
+            "wall": wall}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--corpus", default="multi30k-en-de")
+    p.add_argument("--data-root", default=None)
+    p.add_argument("--updates", type=int, default=60)
+    p.add_argument("--skip", type=int, default=1, help="logged values to skip (warm-up)")
+    p.add_argument("--threads", type=int, default=2)
+    args = p.parse_args(argv)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        results = {}
+        for precision in ("fp32", "bf16"):
+            out = tmp / precision
+            out.mkdir()
+            if results:                                   # reuse the first run's BPE model
+                shutil.copy(tmp / "fp32" / "spm.model", out / "spm.model")
+            results[precision] = run(precision, out, args)
+    print(f"trainer, small preset, {args.corpus}, {args.updates} updates of ~4096 target "
+          f"tokens, {args.threads} thread(s), torch {torch.__version__}")
+    for precision, r in results.items():
+        print(f"  {precision}: median {r['median']:,.0f} target tokens/s "
+              f"(range {r['min']:,.0f}-{r['max']:,.0f}; {r['wall']:.0f} s wall incl. set-up)")
+    print(f"  bf16 / fp32: {results['bf16']['median'] / results['fp32']['median']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
