@@ -31,11 +31,11 @@ QUICK_OUT = REPO / "_build" / "quick"
 SCREENSHOTS = REPO / "_build" / "screenshots"
 
 # Figures whose slider must change what is shown: (page, words in the figure's title).
-# Chapter 9 (attention in a trained model) adds its layer/head figure here.
 SLIDER_FIGURES = [
     ("book/04_multi_head.html", "Decoder attention over the source"),
     ("book/04_multi_head.html", "Encoder self-attention"),
     ("book/03_attention.html", "under each mask"),
+    ("book/09_attention_explorer.html", "Attention explorer"),   # the trained model's heads
 ]
 
 

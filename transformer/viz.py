@@ -200,7 +200,7 @@ def menu_slider_figure(make_trace, data, menu_labels: Sequence[str],
                        menu_layouts: Sequence[dict] | None = None, slider_prefix: str = "",
                        menu_prefix: str = "", fixed_traces: Sequence = (),
                        active_menu: int = 0, active_step: int = 0, digits: int | None = None,
-                       layout: dict | None = None):
+                       slider_pad: int = 60, layout: dict | None = None):
     """A figure explorable along two independent axes in static HTML: a dropdown and a slider.
 
     ``data[m][s]`` is the list of traces of slider step ``s`` when menu option ``m`` is
@@ -214,7 +214,9 @@ def menu_slider_figure(make_trace, data, menu_labels: Sequence[str],
     by default the subtitle ``menu_labels[m]``). The two controls therefore compose: the
     slider keeps its position when the menu changes and the other way round, without a
     kernel. ``fixed_traces`` stay visible and untouched. ``digits`` rounds floats (smaller
-    pages); NaN becomes a gap.
+    pages); NaN becomes a gap. The dropdown sits above the plot's top right corner (the
+    title and subtitle stay readable at the left); ``slider_pad`` is the gap in pixels
+    between the plot area and the slider (room for tick labels and the x-axis title).
     """
     import plotly.graph_objects as go
 
@@ -260,10 +262,10 @@ def menu_slider_figure(make_trace, data, menu_labels: Sequence[str],
                             args=[restyle, dict(menu_layouts[m]), step_indices]))
     fig.update_layout(
         title=dict(text=step_titles[active_step]),
-        sliders=[dict(active=active_step, steps=slider_steps, pad=dict(t=60),
+        sliders=[dict(active=active_step, steps=slider_steps, pad=dict(t=slider_pad),
                       currentvalue=dict(prefix=slider_prefix))],
         updatemenus=[dict(type="dropdown", buttons=buttons, active=active_menu,
-                          direction="down", x=0.0, xanchor="left", y=1.02, yanchor="bottom",
+                          direction="down", x=1.0, xanchor="right", y=1.02, yanchor="bottom",
                           showactive=True)],
         **(layout or {}))
     for key, value in menu_layouts[active_menu].items():      # the initial menu's layout
@@ -329,6 +331,6 @@ def attention_explorer(examples: Sequence[dict], *, title: str = "Attention expl
     return menu_slider_figure(
         make_trace, data, menu_labels, step_labels, title=title, menu_layouts=menu_layouts,
         step_titles=[f"{title}: {label}" for label in step_labels], digits=digits,
-        layout=dict(height=height, margin=dict(t=130),
+        slider_pad=120, layout=dict(height=height, margin=dict(t=120),
                     xaxis=dict(tickangle=-45, type="category"),
                     yaxis=dict(autorange="reversed", type="category")))
