@@ -6,50 +6,13 @@ from torch import nn
 
 from transformer import ModelConfig, Transformer
 from transformer.attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
+from transformer.interop import (copy_attention, to_torch_transformer, torch_decoder_layer,
+                                 torch_encoder_layer)
 from transformer.layers import DecoderLayer, EncoderLayer
 
 TOL = 1e-5
 CFG = ModelConfig(vocab_size=50, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2,
                   n_decoder_layers=2, dropout=0.1)
-
-
-def copy_attention(ours: MultiHeadAttention, theirs: nn.MultiheadAttention):
-    with torch.no_grad():
-        theirs.in_proj_weight.copy_(torch.cat([ours.q_proj.weight, ours.k_proj.weight,
-                                               ours.v_proj.weight]))
-        theirs.in_proj_bias.copy_(torch.cat([ours.q_proj.bias, ours.k_proj.bias,
-                                             ours.v_proj.bias]))
-        theirs.out_proj.weight.copy_(ours.out_proj.weight)
-        theirs.out_proj.bias.copy_(ours.out_proj.bias)
-
-
-def copy_linear_norm(pairs):
-    with torch.no_grad():
-        for ours, theirs in pairs:
-            theirs.weight.copy_(ours.weight)
-            theirs.bias.copy_(ours.bias)
-
-
-def copy_encoder_layer(ours: EncoderLayer, theirs: nn.TransformerEncoderLayer):
-    copy_attention(ours.self_attn, theirs.self_attn)
-    copy_linear_norm([(ours.feed_forward.linear1, theirs.linear1),
-                      (ours.feed_forward.linear2, theirs.linear2),
-                      (ours.attn_block.norm, theirs.norm1), (ours.ff_block.norm, theirs.norm2)])
-
-
-def copy_decoder_layer(ours: DecoderLayer, theirs: nn.TransformerDecoderLayer):
-    copy_attention(ours.self_attn, theirs.self_attn)
-    copy_attention(ours.cross_attn, theirs.multihead_attn)
-    copy_linear_norm([(ours.feed_forward.linear1, theirs.linear1),
-                      (ours.feed_forward.linear2, theirs.linear2),
-                      (ours.self_block.norm, theirs.norm1), (ours.cross_block.norm, theirs.norm2),
-                      (ours.ff_block.norm, theirs.norm3)])
-
-
-def torch_layer_kwargs(cfg):
-    return dict(d_model=cfg.d_model, nhead=cfg.n_heads, dim_feedforward=cfg.d_ff,
-                dropout=cfg.dropout, activation="relu", batch_first=True,
-                norm_first=cfg.norm_position == "pre")
 
 
 def padded_lengths(batch, max_len):
@@ -97,8 +60,7 @@ def test_cross_attention_matches_torch():
 def test_encoder_layer_matches_torch(norm):
     cfg = ModelConfig(**{**CFG.to_dict(), "norm_position": norm})
     ours = EncoderLayer(cfg).eval()
-    theirs = nn.TransformerEncoderLayer(**torch_layer_kwargs(cfg)).eval()
-    copy_encoder_layer(ours, theirs)
+    theirs = torch_encoder_layer(ours, cfg)              # our weights, eval mode
     x, keep = torch.randn(3, 7, cfg.d_model), padded_lengths(3, 7)
     expected = theirs(x, src_key_padding_mask=~keep)
     got = ours(x, keep[:, None, None, :])
@@ -109,8 +71,7 @@ def test_encoder_layer_matches_torch(norm):
 def test_decoder_layer_matches_torch(norm):
     cfg = ModelConfig(**{**CFG.to_dict(), "norm_position": norm})
     ours = DecoderLayer(cfg).eval()
-    theirs = nn.TransformerDecoderLayer(**torch_layer_kwargs(cfg)).eval()
-    copy_decoder_layer(ours, theirs)
+    theirs = torch_decoder_layer(ours, cfg)
     y, memory = torch.randn(3, 6, cfg.d_model), torch.randn(3, 8, cfg.d_model)
     tgt_keep, src_keep = padded_lengths(3, 6), padded_lengths(3, 8)
     expected = theirs(y, memory, tgt_mask=~causal_mask(6), tgt_key_padding_mask=~tgt_keep,
@@ -120,32 +81,11 @@ def test_decoder_layer_matches_torch(norm):
     assert (got - expected)[tgt_keep].abs().max() <= TOL
 
 
-def torch_transformer_like(model: Transformer) -> nn.Transformer:
-    """torch.nn.Transformer with our weights (and final norms only for pre-norm)."""
-    cfg = model.cfg
-    kw = torch_layer_kwargs(cfg)
-    pre = cfg.norm_position == "pre"
-    encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(**kw), cfg.n_encoder_layers,
-                                    norm=nn.LayerNorm(cfg.d_model) if pre else None,
-                                    enable_nested_tensor=False)
-    decoder = nn.TransformerDecoder(nn.TransformerDecoderLayer(**kw), cfg.n_decoder_layers,
-                                    norm=nn.LayerNorm(cfg.d_model) if pre else None)
-    theirs = nn.Transformer(cfg.d_model, cfg.n_heads, custom_encoder=encoder,
-                            custom_decoder=decoder, batch_first=True).eval()
-    for ours_layer, their_layer in zip(model.encoder_layers, encoder.layers):
-        copy_encoder_layer(ours_layer, their_layer)
-    for ours_layer, their_layer in zip(model.decoder_layers, decoder.layers):
-        copy_decoder_layer(ours_layer, their_layer)
-    if pre:
-        copy_linear_norm([(model.encoder_norm, encoder.norm), (model.decoder_norm, decoder.norm)])
-    return theirs
-
-
 @pytest.mark.parametrize("norm", ["post", "pre"])
 def test_whole_stack_matches_torch_transformer(norm):
     cfg = ModelConfig(**{**CFG.to_dict(), "norm_position": norm})
     model = Transformer(cfg).eval()
-    theirs = torch_transformer_like(model)
+    theirs = to_torch_transformer(model)   # final norms only for pre-norm
     src_keep, tgt_keep = padded_lengths(4, 9), padded_lengths(4, 7)
     src = torch.randint(4, cfg.vocab_size, (4, 9)).masked_fill(~src_keep, cfg.pad_id)
     tgt = torch.randint(4, cfg.vocab_size, (4, 7)).masked_fill(~tgt_keep, cfg.pad_id)

@@ -46,44 +46,42 @@ def copy_attention(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> N
 
 
 @torch.no_grad()
-def _copy_linear(src: nn.Linear, dst: nn.Linear) -> None:
+def _copy_affine(src: nn.Module, dst: nn.Module) -> None:
+    """weight and bias of an ``nn.Linear`` or ``nn.LayerNorm``."""
     dst.weight.copy_(src.weight)
     dst.bias.copy_(src.bias)
 
 
-@torch.no_grad()
-def _copy_norm(src: nn.LayerNorm, dst: nn.LayerNorm) -> None:
-    dst.weight.copy_(src.weight)
-    dst.bias.copy_(src.bias)
+def _layer_kwargs(cfg: ModelConfig) -> dict:
+    """torch.nn's layer arguments for ``cfg`` (batch_first; ReLU as in section 3.3)."""
+    return dict(dim_feedforward=cfg.d_ff, dropout=cfg.dropout, activation="relu",
+                layer_norm_eps=cfg.layer_norm_eps, batch_first=True,
+                norm_first=cfg.norm_position == "pre")
 
 
 def torch_encoder_layer(layer: EncoderLayer, cfg: ModelConfig) -> nn.TransformerEncoderLayer:
     """An ``nn.TransformerEncoderLayer`` (batch_first, eval mode) with ``layer``'s weights."""
     _check(cfg)
-    ref = nn.TransformerEncoderLayer(cfg.d_model, cfg.n_heads, cfg.d_ff, dropout=cfg.dropout,
-                                     activation="relu", layer_norm_eps=cfg.layer_norm_eps,
-                                     batch_first=True, norm_first=cfg.norm_position == "pre")
+    ref = nn.TransformerEncoderLayer(cfg.d_model, cfg.n_heads, **_layer_kwargs(cfg))
     copy_attention(layer.self_attn, ref.self_attn)
-    _copy_linear(layer.feed_forward.linear1, ref.linear1)
-    _copy_linear(layer.feed_forward.linear2, ref.linear2)
-    _copy_norm(layer.attn_block.norm, ref.norm1)
-    _copy_norm(layer.ff_block.norm, ref.norm2)
+    _copy_affine(layer.feed_forward.linear1, ref.linear1)
+    _copy_affine(layer.feed_forward.linear2, ref.linear2)
+    _copy_affine(layer.attn_block.norm, ref.norm1)
+    _copy_affine(layer.ff_block.norm, ref.norm2)
     return ref.eval()
 
 
 def torch_decoder_layer(layer: DecoderLayer, cfg: ModelConfig) -> nn.TransformerDecoderLayer:
     """An ``nn.TransformerDecoderLayer`` (batch_first, eval mode) with ``layer``'s weights."""
     _check(cfg)
-    ref = nn.TransformerDecoderLayer(cfg.d_model, cfg.n_heads, cfg.d_ff, dropout=cfg.dropout,
-                                     activation="relu", layer_norm_eps=cfg.layer_norm_eps,
-                                     batch_first=True, norm_first=cfg.norm_position == "pre")
+    ref = nn.TransformerDecoderLayer(cfg.d_model, cfg.n_heads, **_layer_kwargs(cfg))
     copy_attention(layer.self_attn, ref.self_attn)
     copy_attention(layer.cross_attn, ref.multihead_attn)
-    _copy_linear(layer.feed_forward.linear1, ref.linear1)
-    _copy_linear(layer.feed_forward.linear2, ref.linear2)
-    _copy_norm(layer.self_block.norm, ref.norm1)
-    _copy_norm(layer.cross_block.norm, ref.norm2)
-    _copy_norm(layer.ff_block.norm, ref.norm3)
+    _copy_affine(layer.feed_forward.linear1, ref.linear1)
+    _copy_affine(layer.feed_forward.linear2, ref.linear2)
+    _copy_affine(layer.self_block.norm, ref.norm1)
+    _copy_affine(layer.cross_block.norm, ref.norm2)
+    _copy_affine(layer.ff_block.norm, ref.norm3)
     return ref.eval()
 
 
@@ -99,9 +97,7 @@ def to_torch_transformer(model) -> nn.Transformer:
     with warnings.catch_warnings():   # "enable_nested_tensor ... norm_first": we disable it
         warnings.simplefilter("ignore", UserWarning)
         ref = nn.Transformer(cfg.d_model, cfg.n_heads, cfg.n_encoder_layers,
-                             cfg.n_decoder_layers, cfg.d_ff, dropout=cfg.dropout,
-                             activation="relu", layer_norm_eps=cfg.layer_norm_eps,
-                             batch_first=True, norm_first=pre)
+                             cfg.n_decoder_layers, **_layer_kwargs(cfg))
     # Copy after construction: nn.Transformer re-initialises every matrix it is given.
     ref.encoder.layers = nn.ModuleList(torch_encoder_layer(layer, cfg)
                                        for layer in model.encoder_layers)
@@ -109,8 +105,8 @@ def to_torch_transformer(model) -> nn.Transformer:
                                        for layer in model.decoder_layers)
     ref.encoder.enable_nested_tensor = ref.encoder.use_nested_tensor = False  # exact padding
     if pre:
-        _copy_norm(model.encoder_norm, ref.encoder.norm)
-        _copy_norm(model.decoder_norm, ref.decoder.norm)
+        _copy_affine(model.encoder_norm, ref.encoder.norm)
+        _copy_affine(model.decoder_norm, ref.decoder.norm)
     else:
         ref.encoder.norm = ref.decoder.norm = None
     return ref.eval()
