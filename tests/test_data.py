@@ -156,28 +156,31 @@ def test_multi30k_urls_map_to_our_layout():
     }
 
 
+class FakeResponse:
+    """What ``urllib.request.urlopen`` returns, serving ``body`` in one read."""
+
+    def __init__(self, body: bytes):
+        self.chunks = [body, b""]
+
+    def read(self, n):
+        return self.chunks.pop(0)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
 def test_download_skips_present_files_and_renames_atomically(tmp_path, monkeypatch):
     folder = tmp_path / "multi30k-en-de"
     folder.mkdir()
     (folder / "train.src.gz").write_bytes(b"already here")
     fetched = []
 
-    class FakeResponse:
-        def __init__(self, url):
-            self.chunks = [gzip.compress(url.encode()), b""]
-
-        def read(self, n):
-            return self.chunks.pop(0)
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
     def fake_urlopen(url, timeout):
         fetched.append(url)
-        return FakeResponse(url)
+        return FakeResponse(gzip.compress(url.encode()))
 
     monkeypatch.setattr(data.urllib.request, "urlopen", fake_urlopen)
     assert data.download_multi30k(tmp_path) == folder
@@ -189,20 +192,8 @@ def test_download_skips_present_files_and_renames_atomically(tmp_path, monkeypat
 
 
 def test_download_rejects_non_gzip_and_leaves_no_partial_file(tmp_path, monkeypatch):
-    class HtmlResponse:
-        def __init__(self):
-            self.chunks = [b"<html>rate limited</html>", b""]
-
-        def read(self, n):
-            return self.chunks.pop(0)
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
-    monkeypatch.setattr(data.urllib.request, "urlopen", lambda url, timeout: HtmlResponse())
+    monkeypatch.setattr(data.urllib.request, "urlopen",
+                        lambda url, timeout: FakeResponse(b"<html>rate limited</html>"))
     with pytest.raises(ValueError, match="gzip"):
         data.download_multi30k(tmp_path)
     assert list((tmp_path / "multi30k-en-de").iterdir()) == []
