@@ -12,6 +12,7 @@ from torch import nn
 
 from .attention import MultiHeadAttention
 from .config import ModelConfig
+from .dropout import Dropout
 from .feedforward import PositionwiseFeedForward
 
 
@@ -21,7 +22,7 @@ class Residual(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
         self.pre_norm = cfg.norm_position == "pre"
 
     def forward(self, x, sublayer):

@@ -10,6 +10,7 @@ from torch import nn
 
 from .attention import KVCache
 from .config import ModelConfig
+from .dropout import Dropout
 from .embedding import TokenEmbedding
 from .layers import DecoderLayer, EncoderLayer
 from .positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
@@ -27,7 +28,7 @@ class Transformer(nn.Module):
         Positional = (SinusoidalPositionalEncoding if cfg.positional == "sinusoidal"
                       else LearnedPositionalEncoding)
         self.src_pos, self.tgt_pos = Positional(cfg.max_len, d), Positional(cfg.max_len, d)
-        self.embed_dropout = nn.Dropout(cfg.dropout)
+        self.embed_dropout = Dropout(cfg.dropout)
         self.encoder_layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
         self.decoder_layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_decoder_layers))
         # Pre-norm leaves the residual stream un-normalised: close each stack with a norm.

@@ -1,0 +1,57 @@
+"""transformer.dropout.Dropout: nn.Dropout's behaviour with a cheaper mask on CPU."""
+import math
+
+import pytest
+import torch
+
+from transformer.dropout import LEVELS, Dropout, drop_mask
+
+
+def test_eval_mode_and_p_zero_are_the_identity():
+    x = torch.randn(5, 7)
+    assert Dropout(0.1).eval()(x) is x
+    assert Dropout(0.0).train()(x) is x
+
+
+@pytest.mark.parametrize("p", [0.1, 0.3])
+def test_each_of_the_four_16_bit_lanes_drops_at_rate_p(p):
+    # One 64-bit word serves four elements: each lane must be uniform on its own.
+    torch.manual_seed(0)
+    n = 400_000
+    dropped = drop_mask((n, 4), p)                       # column j = lane j of each word
+    p_rounded = round(p * LEVELS) / LEVELS
+    sigma = math.sqrt(p_rounded * (1 - p_rounded) / n)
+    rates = dropped.double().mean(0)
+    assert (rates - p_rounded).abs().max() < 5 * sigma, rates
+
+
+def test_kept_values_are_scaled_so_the_expectation_is_unchanged():
+    torch.manual_seed(1)
+    drop = Dropout(0.1).train()
+    x = torch.ones(1000, 1000)
+    y = drop(x)
+    kept = y != 0
+    scale = LEVELS / (LEVELS - round(0.1 * LEVELS))
+    assert torch.equal(y[kept], torch.full_like(y[kept], scale))
+    assert y.mean().item() == pytest.approx(1.0, abs=5 * math.sqrt(0.1 / 0.9 / 1e6))
+
+
+def test_backward_passes_gradient_through_the_same_mask():
+    torch.manual_seed(2)
+    x = torch.randn(64, 33, dtype=torch.float64, requires_grad=True)
+    y = Dropout(0.25).train()(x)
+    upstream = torch.randn_like(y)
+    y.backward(upstream)
+    kept = y.detach() != 0
+    scale = LEVELS / (LEVELS - round(0.25 * LEVELS))
+    assert torch.allclose(x.grad, upstream * kept * scale)
+    assert torch.allclose(y.detach(), x.detach() * kept * scale)
+
+
+def test_same_seed_same_mask_and_bf16_input():
+    x = torch.randn(8, 50, dtype=torch.bfloat16)
+    torch.manual_seed(3)
+    a = Dropout(0.1).train()(x)
+    torch.manual_seed(3)
+    b = Dropout(0.1).train()(x)
+    assert a.dtype == torch.bfloat16 and torch.equal(a, b)
