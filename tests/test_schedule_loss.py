@@ -2,8 +2,10 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from transformer import LabelSmoothingLoss, noam_lr, sinusoidal_encoding
+from transformer import loss as loss_module
 from transformer.loss import smoothed_target
 from transformer.schedule import noam_scheduler
 
@@ -77,3 +79,62 @@ def test_sinusoidal_table_is_section_3_5():
             angle = pos / 10000 ** (2 * i / 16)
             assert pe[pos, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-6)
             assert pe[pos, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-6)
+
+
+def _fused_vs_reference(monkeypatch, chunk_elements, n=37, d=16, V=23, smoothing=0.1):
+    """from_states (projection fused into the loss) against project-then-loss autograd."""
+    monkeypatch.setitem(loss_module.CHUNK_ELEMENTS, "cpu", chunk_elements)
+    crit = LabelSmoothingLoss(smoothing, pad_id=0)
+    states, weight = torch.randn(n, d), torch.randn(V, d)
+    target = torch.randint(1, V, (n,))
+    results = []
+    for fused in (True, False):
+        s, w = states.clone().requires_grad_(), weight.clone().requires_grad_()
+        loss = (crit.from_states(s, w, target) if fused
+                else crit(s @ w.t(), target, reduction="sum"))
+        (2.5 * loss).backward()                           # an upstream gradient other than 1
+        results.append((loss.detach(), s.grad, w.grad))
+    return results
+
+
+@pytest.mark.parametrize("chunk_elements", [23 * 5, 23 * 37, 1 << 22])
+def test_fused_projection_loss_equals_project_then_loss(monkeypatch, chunk_elements):
+    # chunks of 5 rows (the last one partial), exactly one chunk, and the CPU default
+    (loss, g_states, g_weight), (ref, ref_states, ref_weight) = _fused_vs_reference(
+        monkeypatch, chunk_elements)
+    assert loss.item() == pytest.approx(ref.item(), rel=1e-6)         # both softmax in fp32
+    assert torch.allclose(g_states, ref_states, rtol=1e-5, atol=1e-6)
+    assert torch.allclose(g_weight, ref_weight, rtol=1e-5, atol=1e-6)
+
+
+def test_fused_projection_loss_without_smoothing_is_cross_entropy(monkeypatch):
+    monkeypatch.setitem(loss_module.CHUNK_ELEMENTS, "cpu", 11 * 4)
+    states, weight, target = torch.randn(9, 6), torch.randn(11, 6), torch.randint(1, 11, (9,))
+    ce = F.cross_entropy(states @ weight.t(), target, reduction="sum")
+    fused = LabelSmoothingLoss(0.0).from_states(states, weight, target)
+    assert fused.item() == pytest.approx(ce.item(), rel=1e-5)
+    with torch.no_grad():                                 # evaluation: no gradient buffer
+        assert LabelSmoothingLoss(0.0).from_states(states, weight, target).item() == \
+            pytest.approx(ce.item(), rel=1e-5)
+    empty = LabelSmoothingLoss(0.1).from_states(states[:0], weight, target[:0])
+    assert empty.item() == 0.0
+
+
+def test_fused_projection_loss_under_bf16_autocast():
+    states = torch.randn(50, 32, requires_grad=True)
+    weight = torch.randn(300, 32, requires_grad=True)
+    target = torch.randint(1, 300, (50,))
+    crit = LabelSmoothingLoss(0.1)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        fused = crit.from_states(states, weight, target)
+        ref = crit(states @ weight.t(), target, reduction="sum")
+    assert fused.dtype == torch.float32
+    assert fused.item() == pytest.approx(ref.item(), rel=1e-3)
+    fused.backward()
+    assert states.grad.dtype == weight.grad.dtype == torch.float32
+
+
+def test_fused_projection_loss_rejects_mismatched_shapes():
+    with pytest.raises(ValueError, match="target"):
+        LabelSmoothingLoss(0.1).from_states(torch.randn(4, 8), torch.randn(10, 8),
+                                            torch.randint(1, 10, (5,)))

@@ -69,3 +69,95 @@ class LabelSmoothingLoss(nn.Module):
         loss = SmoothedCrossEntropy.apply(logits.reshape(-1, logits.size(-1)),
                                           target.reshape(-1), self.smoothing)
         return loss if reduction == "sum" else loss / max(n_tokens, 1)
+
+    def from_states(self, states: torch.Tensor, weight: torch.Tensor, target: torch.Tensor):
+        """Summed loss of the logits ``states @ weight.T`` (pre-softmax projection fused in,
+        see :func:`projected_smoothed_loss`); states (n, d), weight (V, d), target (n,),
+        every target a real (non-pad) token."""
+        if states.dim() != 2 or target.shape != states.shape[:1]:
+            raise ValueError(f"states {tuple(states.shape)} must be (n, d_model) with one "
+                             f"target each, got target {tuple(target.shape)}")
+        return projected_smoothed_loss(states, weight, target, self.smoothing)
+
+
+def _compute_dtype(tensor: torch.Tensor) -> torch.dtype:
+    """The dtype autocast would run a matmul in, else the tensor's own."""
+    device = tensor.device.type
+    if torch.is_autocast_enabled(device):
+        return torch.get_autocast_dtype(device)
+    return tensor.dtype
+
+
+# Logits per chunk in the fused loss. On CPU, 2^22 fp32 values (16 MB, ~500 rows of an
+# 8k vocabulary) stay in cache yet keep the fp32 GEMM at full speed (smaller chunks slow
+# it down); a GPU wants few, large kernels.
+CHUNK_ELEMENTS = {"cpu": 1 << 22}
+DEFAULT_CHUNK_ELEMENTS = 1 << 28
+
+
+class ProjectedSmoothedCrossEntropy(torch.autograd.Function):
+    """Summed H(q', softmax(h W^T)) over rows of h (n, d): the pre-softmax projection (3.4)
+    and the label-smoothed loss (5.4) in one pass over chunks of rows.
+
+    Per chunk of rows, with z = h W^T and lse = log sum_k exp(z_k):
+    -log p_y = lse - z_y and mean_k(-log p_k) = lse - mean_k z_k, so the loss needs no
+    log-probability table; dH/dz = p - q' is written straight into one (n, V) buffer
+    while the chunk is still in cache. The backward is then two matrix multiplies,
+    dH/dh = G W and dH/dW = G^T h. Under autocast the logits are computed in the autocast
+    dtype and soft-maxed in fp32, as autocast would.
+    """
+
+    @staticmethod
+    def forward(ctx, states, weight, target, smoothing: float, chunk_rows: int):
+        n, V = states.size(0), weight.size(0)
+        need_grad = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
+        grad_logits = states.new_empty(n, V) if need_grad else None    # G = p - q'
+        total = states.new_zeros((), dtype=torch.float32)
+        rows = max(1, min(chunk_rows, n))
+        z_buf = states.new_empty(rows, V, dtype=torch.float32)          # reused per chunk
+        mm_buf = z_buf if states.dtype == torch.float32 else states.new_empty(rows, V)
+        with torch.autocast(states.device.type, enabled=False):
+            for lo in range(0, n, rows):
+                c = min(rows, n - lo)
+                y = target[lo:lo + c, None]                                  # (c, 1)
+                z = torch.mm(states[lo:lo + c], weight.t(), out=mm_buf[:c])  # (c, V) logits
+                if z is not z_buf[:c]:
+                    z = z_buf[:c].copy_(z)                                   # softmax in fp32
+                z_max = z.amax(-1, keepdim=True)
+                loss = z_max - (1 - smoothing) * z.gather(-1, y) - smoothing * z.mean(-1, keepdim=True)
+                e = z.sub_(z_max).exp_()                                     # exp(z - max), in place
+                e_sum = e.sum(-1, keepdim=True)
+                total += (loss + e_sum.log()).sum()                          # lse = max + log sum
+                if need_grad:
+                    p = e.div_(e_sum)
+                    p.scatter_add_(-1, y, p.new_full(y.shape, smoothing - 1.0))
+                    torch.sub(p, smoothing / V, out=grad_logits[lo:lo + c])
+        if need_grad:
+            ctx.save_for_backward(grad_logits, states, weight)
+        return total
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad_logits, states, weight = ctx.saved_tensors
+        grad_states = grad_weight = None
+        with torch.autocast(states.device.type, enabled=False):
+            scale = grad.to(grad_logits.dtype)
+            if ctx.needs_input_grad[0]:
+                grad_states = (grad_logits @ weight).mul_(scale)         # (n, d)
+            if ctx.needs_input_grad[1]:
+                grad_weight = (grad_logits.t() @ states).mul_(scale)     # (V, d)
+        return grad_states, grad_weight, None, None, None
+
+
+def projected_smoothed_loss(states: torch.Tensor, weight: torch.Tensor, target: torch.Tensor,
+                            smoothing: float) -> torch.Tensor:
+    """Summed label-smoothed loss of logits ``states @ weight.T`` without keeping them all.
+
+    states (n, d) decoder outputs at real target positions, weight (V, d) the pre-softmax
+    matrix, target (n,) token ids. Equals ``SmoothedCrossEntropy`` on the full logits
+    (tests/test_schedule_loss.py); faster on CPU because every (n, V) pass stays in cache.
+    """
+    dtype = _compute_dtype(states)
+    chunk = CHUNK_ELEMENTS.get(states.device.type, DEFAULT_CHUNK_ELEMENTS)
+    return ProjectedSmoothedCrossEntropy.apply(states.to(dtype), weight.to(dtype), target,
+                                               smoothing, max(1, chunk // weight.size(0)))

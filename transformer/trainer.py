@@ -142,6 +142,7 @@ class SequenceLoss(torch.nn.Module):
 
     Projects only the non-pad target positions onto the vocabulary: the pre-softmax
     matrix multiply is the largest in a small model, and pad rows would be thrown away.
+    The projection and the loss run fused, chunk by chunk (``LabelSmoothingLoss.from_states``).
     """
 
     def __init__(self, model: Transformer, criterion: LabelSmoothingLoss):
@@ -154,8 +155,8 @@ class SequenceLoss(torch.nn.Module):
         memory = model.encode(src, src_mask)
         states = model.decode_states(tgt_in, memory, src_mask)        # (B, T, d_model)
         keep = tgt_out != self.criterion.pad_id
-        logits = model.project(states[keep])                          # (n_tokens, V)
-        return self.criterion(logits, tgt_out[keep], reduction="sum")
+        return self.criterion.from_states(states[keep], model.output_weight,   # (n_tokens, d)
+                                          tgt_out[keep])
 
 
 class _Distributed:
