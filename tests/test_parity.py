@@ -85,6 +85,10 @@ def test_decoder_layer_matches_torch(norm):
 def test_whole_stack_matches_torch_transformer(norm):
     cfg = ModelConfig(**{**CFG.to_dict(), "norm_position": norm})
     model = Transformer(cfg).eval()
+    with torch.no_grad():   # biases start at zero and LayerNorm at (1, 0): make every one count
+        for p in model.parameters():
+            if p.dim() == 1:
+                p.add_(torch.randn_like(p), alpha=0.3)
     theirs = to_torch_transformer(model)   # final norms only for pre-norm
     src_keep, tgt_keep = padded_lengths(4, 9), padded_lengths(4, 7)
     src = torch.randint(4, cfg.vocab_size, (4, 9)).masked_fill(~src_keep, cfg.pad_id)
