@@ -224,6 +224,18 @@ def model_flops(cfg: ModelConfig, src, tgt_out) -> float:
     return dense + attn.item()
 
 
+GEMM_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
+
+
+def gemm_seconds(step, batch, dtype: str) -> float:
+    """Time one step spends in matrix multiplies: the profiler's self time of mm, addmm,
+    bmm and baddbmm (the same oneDNN/MKL kernels whichever model calls them)."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        step(batch, dtype)
+    return sum(e.self_cpu_time_total for e in prof.key_averages() if e.key in GEMM_OPS) / 1e6
+
+
 class MatmulPeak:
     """Best GFLOP/s seen for a 2048^3 matmul at the current thread count, per dtype.
 
@@ -285,6 +297,18 @@ def run_preset(preset: str, args, peaks: MatmulPeak) -> dict:
         print(f"   round {r + 1}/{args.steps}: " + " ".join(
             f"{n}/{d} {wall[(n, d)][-1]:.2f}s" for n, d in variants), flush=True)
 
+    # The floor: ours' matrix multiplies alone, each batch profiled once more after the
+    # timed rounds. If everything else in our step took no time, ours would run at most
+    # torch_fp32_time / gemm_time faster than torch.nn.Transformer in fp32.
+    gemm = {dtype: [gemm_seconds(steps["ours"][1], b, dtype) for b in batches[1:]]
+            for dtype in args.dtypes}
+    floor = {dtype: dict(share=statistics.median(g / t for g, t in zip(gemm[dtype],
+                                                                         wall[("ours", dtype)])),
+                         bound=statistics.median(t / g for g, t in zip(
+                             gemm[dtype], wall[("torch", "fp32")]))
+                         if "fp32" in args.dtypes else None)
+             for dtype in args.dtypes}
+
     flops = [model_flops(cfg, b[0], b[2]) for b in batches[1:]]
     rows = {v: dict(tok_s=statistics.median(n / t for n, t in zip(n_tgt[1:], wall[v])),
                     step_s=statistics.median(wall[v]), cpu_s=statistics.median(cpu[v]),
@@ -298,7 +322,7 @@ def run_preset(preset: str, args, peaks: MatmulPeak) -> dict:
         pairs += [(("ours", "bf16"), (o, "fp32")) for o in ("torch", "marian")]
     speedups = {(a, b): (paired(a, b, wall), paired(a, b, cpu)) for a, b in pairs}
     return dict(preset=preset, tokens=statistics.mean(n_tgt[1:]), rows=rows,
-                speedups=speedups)
+                speedups=speedups, floor=floor)
 
 
 def report(result: dict, peaks: MatmulPeak) -> None:
@@ -312,6 +336,12 @@ def report(result: dict, peaks: MatmulPeak) -> None:
     print("   speed-up of ours (median over rounds of paired step times; by CPU time):")
     for (a, b), (by_wall, by_cpu) in result["speedups"].items():
         print(f"     ours {a[1]} vs {b[0]} {b[1]}: {by_wall:.2f}x  ({by_cpu:.2f}x)")
+    print("   matrix multiplies in ours' step (profiled), and the speed-up over torch fp32 "
+          "ours would reach if nothing else took time:")
+    for dtype, f in result["floor"].items():
+        bound = f"at most {f['bound']:.2f}x" if f["bound"] else "n/a (no fp32 run)"
+        print(f"     ours {dtype}: {f['share']:.0%} of the step; ours {dtype} vs torch fp32 "
+              f"{bound}")
 
 
 def main(argv=None):
