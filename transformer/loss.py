@@ -121,7 +121,7 @@ class ProjectedSmoothedCrossEntropy(torch.autograd.Function):
                 c = min(rows, n - lo)
                 y = target[lo:lo + c, None]                                  # (c, 1)
                 z = torch.mm(states[lo:lo + c], weight.t(), out=mm_buf[:c])  # (c, V) logits
-                if z is not z_buf[:c]:
+                if mm_buf is not z_buf:
                     z = z_buf[:c].copy_(z)                                   # softmax in fp32
                 z_max = z.amax(-1, keepdim=True)
                 loss = z_max - (1 - smoothing) * z.gather(-1, y) - smoothing * z.mean(-1, keepdim=True)
@@ -141,11 +141,10 @@ class ProjectedSmoothedCrossEntropy(torch.autograd.Function):
         grad_logits, states, weight = ctx.saved_tensors
         grad_states = grad_weight = None
         with torch.autocast(states.device.type, enabled=False):
-            scale = grad.to(grad_logits.dtype)
             if ctx.needs_input_grad[0]:
-                grad_states = (grad_logits @ weight).mul_(scale)         # (n, d)
+                grad_states = (grad_logits @ weight).mul_(grad)          # (n, d)
             if ctx.needs_input_grad[1]:
-                grad_weight = (grad_logits.t() @ states).mul_(scale)     # (V, d)
+                grad_weight = (grad_logits.t() @ states).mul_(grad)      # (V, d)
         return grad_states, grad_weight, None, None, None
 
 
