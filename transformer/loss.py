@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.autograd.function import once_differentiable
 
 
 def smoothed_target(target: torch.Tensor, vocab_size: int, smoothing: float) -> torch.Tensor:
@@ -40,6 +41,7 @@ class SmoothedCrossEntropy(torch.autograd.Function):
         return ((1 - smoothing) * nll + smoothing * smooth).sum()
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, grad):
         logp, target = ctx.saved_tensors
         eps = ctx.smoothing
@@ -81,9 +83,10 @@ class LabelSmoothingLoss(nn.Module):
 
 
 def _compute_dtype(tensor: torch.Tensor) -> torch.dtype:
-    """The dtype autocast would run a matmul in, else the tensor's own."""
+    """The dtype autocast would run a matmul in (it leaves float64 alone), else the
+    tensor's own."""
     device = tensor.device.type
-    if torch.is_autocast_enabled(device):
+    if torch.is_autocast_enabled(device) and tensor.dtype != torch.float64:
         return torch.get_autocast_dtype(device)
     return tensor.dtype
 
@@ -104,28 +107,30 @@ class ProjectedSmoothedCrossEntropy(torch.autograd.Function):
     log-probability table; dH/dz = p - q' is written straight into one (n, V) buffer
     while the chunk is still in cache. The backward is then two matrix multiplies,
     dH/dh = G W and dH/dW = G^T h. Under autocast the logits are computed in the autocast
-    dtype and soft-maxed in fp32, as autocast would.
+    dtype and soft-maxed in fp32, as autocast would. ``need_grad`` is False under
+    ``torch.no_grad`` (validation), and then no G is built.
     """
 
     @staticmethod
-    def forward(ctx, states, weight, target, smoothing: float, chunk_rows: int):
+    def forward(ctx, states, weight, target, smoothing: float, chunk_rows: int, need_grad: bool):
         n, V = states.size(0), weight.size(0)
-        need_grad = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
         grad_logits = states.new_empty(n, V) if need_grad else None    # G = p - q'
-        total = states.new_zeros((), dtype=torch.float32)
+        softmax_dtype = torch.promote_types(states.dtype, torch.float32)
+        total = states.new_zeros((), dtype=softmax_dtype)
         rows = max(1, min(chunk_rows, n))
-        z_buf = states.new_empty(rows, V, dtype=torch.float32)          # reused per chunk
-        mm_buf = z_buf if states.dtype == torch.float32 else states.new_empty(rows, V)
+        z_buf = states.new_empty(rows, V, dtype=softmax_dtype)          # reused per chunk
+        mm_buf = z_buf if states.dtype == softmax_dtype else states.new_empty(rows, V)
         with torch.autocast(states.device.type, enabled=False):
             for lo in range(0, n, rows):
                 c = min(rows, n - lo)
                 y = target[lo:lo + c, None]                                  # (c, 1)
                 z = torch.mm(states[lo:lo + c], weight.t(), out=mm_buf[:c])  # (c, V) logits
                 if mm_buf is not z_buf:
-                    z = z_buf[:c].copy_(z)                                   # softmax in fp32
+                    z = z_buf[:c].copy_(z)                                   # fp32 softmax
                 z_max = z.amax(-1, keepdim=True)
-                loss = z_max - (1 - smoothing) * z.gather(-1, y) - smoothing * z.mean(-1, keepdim=True)
-                e = z.sub_(z_max).exp_()                                     # exp(z - max), in place
+                loss = (z_max - (1 - smoothing) * z.gather(-1, y)
+                        - smoothing * z.mean(-1, keepdim=True))
+                e = z.sub_(z_max).exp_()                                     # in place
                 e_sum = e.sum(-1, keepdim=True)
                 total += (loss + e_sum.log()).sum()                          # lse = max + log sum
                 if need_grad:
@@ -137,6 +142,7 @@ class ProjectedSmoothedCrossEntropy(torch.autograd.Function):
         return total
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, grad):
         grad_logits, states, weight = ctx.saved_tensors
         grad_states = grad_weight = None
@@ -145,7 +151,7 @@ class ProjectedSmoothedCrossEntropy(torch.autograd.Function):
                 grad_states = (grad_logits @ weight).mul_(grad)          # (n, d)
             if ctx.needs_input_grad[1]:
                 grad_weight = (grad_logits.t() @ states).mul_(grad)      # (V, d)
-        return grad_states, grad_weight, None, None, None
+        return grad_states, grad_weight, None, None, None, None
 
 
 def projected_smoothed_loss(states: torch.Tensor, weight: torch.Tensor, target: torch.Tensor,
@@ -158,5 +164,7 @@ def projected_smoothed_loss(states: torch.Tensor, weight: torch.Tensor, target: 
     """
     dtype = _compute_dtype(states)
     chunk = CHUNK_ELEMENTS.get(states.device.type, DEFAULT_CHUNK_ELEMENTS)
+    need_grad = torch.is_grad_enabled() and (states.requires_grad or weight.requires_grad)
     return ProjectedSmoothedCrossEntropy.apply(states.to(dtype), weight.to(dtype), target,
-                                               smoothing, max(1, chunk // weight.size(0)))
+                                               smoothing, max(1, chunk // weight.size(0)),
+                                               need_grad)
