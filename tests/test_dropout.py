@@ -23,6 +23,11 @@ def test_each_of_the_four_16_bit_lanes_drops_at_rate_p(p):
     sigma = math.sqrt(p_rounded * (1 - p_rounded) / n)
     rates = dropped.double().mean(0)
     assert (rates - p_rounded).abs().max() < 5 * sigma, rates
+    # and the lanes are independent: two lanes of one word are both dropped at rate p^2
+    both = torch.stack([(dropped[:, i] & dropped[:, j]).double().mean()
+                        for i in range(4) for j in range(i + 1, 4)])
+    sigma2 = math.sqrt(p_rounded ** 2 * (1 - p_rounded ** 2) / n)
+    assert (both - p_rounded ** 2).abs().max() < 5 * sigma2, both
 
 
 def test_kept_values_are_scaled_so_the_expectation_is_unchanged():
@@ -55,3 +60,4 @@ def test_same_seed_same_mask_and_bf16_input():
     torch.manual_seed(3)
     b = Dropout(0.1).train()(x)
     assert a.dtype == torch.bfloat16 and torch.equal(a, b)
+    assert 0 < int((a == 0).sum()) < a.numel() // 2
