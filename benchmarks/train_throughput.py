@@ -249,8 +249,13 @@ class GemmTimer(TorchDispatchMode):
 
 
 def gemm_seconds(step, batch, dtype: str) -> float:
-    """Seconds one training step spends in matrix multiplies."""
-    with GemmTimer() as timer:
+    """Seconds one training step spends in matrix multiplies.
+
+    Attention runs on the "math" kernel here, so that QK^T and AV are bmm calls and
+    counted (in fp32 the fused kernel, which hides them, takes the same time; bf16 uses
+    the math kernel anyway).
+    """
+    with GemmTimer() as timer, sdpa_kernel(SDPBackend.MATH):
         step(batch, dtype)
     return timer.seconds
 
