@@ -324,14 +324,13 @@ def run_preset(preset: str, args, peaks: MatmulPeak) -> dict:
     # The floor: ours' matrix multiplies alone, each batch timed once more after the
     # timed rounds. If everything else in our step took no time, ours would run at most
     # torch_fp32_time / gemm_time faster than torch.nn.Transformer in fp32.
-    gemm = {dtype: [gemm_seconds(steps["ours"][1], b, dtype) for b in batches[1:]]
-            for dtype in args.dtypes}
-    floor = {dtype: dict(share=statistics.median(g / t for g, t in zip(gemm[dtype],
-                                                                         wall[("ours", dtype)])),
-                         bound=statistics.median(t / g for g, t in zip(
-                             gemm[dtype], wall[("torch", "fp32")]))
-                         if "fp32" in args.dtypes else None)
-             for dtype in args.dtypes}
+    floor = {}
+    for dtype in args.dtypes:
+        gemm = [gemm_seconds(steps["ours"][1], b, dtype) for b in batches[1:]]
+        share = statistics.median(g / t for g, t in zip(gemm, wall[("ours", dtype)]))
+        bound = (statistics.median(t / g for g, t in zip(gemm, wall[("torch", "fp32")]))
+                 if "fp32" in args.dtypes else None)
+        floor[dtype] = dict(share=share, bound=bound)
 
     flops = [model_flops(cfg, b[0], b[2]) for b in batches[1:]]
     rows = {v: dict(tok_s=statistics.median(n / t for n, t in zip(n_tgt[1:], wall[v])),

@@ -11,8 +11,8 @@ one 64-bit random word serves four elements: each 16-bit slice of it, uniform on
 [-2^15, 2^15), is compared against a threshold. The drop probability is thus rounded to
 a multiple of 2^-16 (0.1 becomes 0.100006) and the kept values are scaled by
 1 / (1 - p_rounded), so the expected output still equals the input. Dropped values are
-set to exactly 0 (``nn.Dropout`` multiplies, so a dropped NaN stays NaN there). On a GPU (where
-``F.dropout`` is one fused kernel) and under ``torch.compile`` it is ``F.dropout``.
+set to exactly 0 (``nn.Dropout`` multiplies, so a dropped NaN stays NaN there). On a GPU
+(where ``F.dropout`` is one fused kernel) and under ``torch.compile`` it is ``F.dropout``.
 """
 from __future__ import annotations
 

@@ -22,6 +22,16 @@ def smoothed_target(target: torch.Tensor, vocab_size: int, smoothing: float) -> 
     return q.scatter_add_(-1, target.unsqueeze(-1), torch.full_like(q[..., :1], 1 - smoothing))
 
 
+def p_minus_smoothed_target(p: torch.Tensor, target: torch.Tensor, smoothing: float,
+                            out: torch.Tensor | None = None) -> torch.Tensor:
+    """dH/dz = p - q' for probabilities p (n, V) and labels target (n,), computed in place
+    in ``p`` (or written to ``out``): p - eps / V everywhere, and - (1 - eps) at the label."""
+    p.scatter_add_(-1, target.unsqueeze(-1), p.new_full((target.numel(), 1), smoothing - 1.0))
+    if out is None:
+        return p.sub_(smoothing / p.size(-1))
+    return torch.sub(p, smoothing / p.size(-1), out=out)
+
+
 class SmoothedCrossEntropy(torch.autograd.Function):
     """Summed H(q', p) over rows of logits z (n, V), p = softmax(z), with the gradient
     written out: since q' sums to one, dH/dz = p - q'.
@@ -44,10 +54,7 @@ class SmoothedCrossEntropy(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad):
         logp, target = ctx.saved_tensors
-        eps = ctx.smoothing
-        g = logp.exp().sub_(eps / logp.size(-1))                    # p - eps / V
-        g.scatter_add_(-1, target.unsqueeze(-1),                    # - (1 - eps) at the label
-                       g.new_full((target.numel(), 1), eps - 1.0))
+        g = p_minus_smoothed_target(logp.exp(), target, ctx.smoothing)
         return g.mul_(grad).to(ctx.dtype), None, None
 
 
@@ -133,10 +140,9 @@ class ProjectedSmoothedCrossEntropy(torch.autograd.Function):
                 e = z.sub_(z_max).exp_()                                     # in place
                 e_sum = e.sum(-1, keepdim=True)
                 total += (loss + e_sum.log()).sum()                          # lse = max + log sum
-                if need_grad:
-                    p = e.div_(e_sum)
-                    p.scatter_add_(-1, y, p.new_full(y.shape, smoothing - 1.0))
-                    torch.sub(p, smoothing / V, out=grad_logits[lo:lo + c])
+                if need_grad:                                                # p = e / sum
+                    p_minus_smoothed_target(e.div_(e_sum), target[lo:lo + c], smoothing,
+                                            out=grad_logits[lo:lo + c])
         if need_grad:
             ctx.save_for_backward(grad_logits, states, weight)
         return total
