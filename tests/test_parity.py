@@ -81,10 +81,12 @@ def test_decoder_layer_matches_torch(norm):
     assert (got - expected)[tgt_keep].abs().max() <= TOL
 
 
+@pytest.mark.parametrize("skip_padding", [True, False])
 @pytest.mark.parametrize("norm", ["post", "pre"])
-def test_whole_stack_matches_torch_transformer(norm):
+def test_whole_stack_matches_torch_transformer(norm, skip_padding):
     cfg = ModelConfig(**{**CFG.to_dict(), "norm_position": norm})
     model = Transformer(cfg).eval()
+    model.skip_padding = skip_padding          # packed rows (the default) or the padded layout
     with torch.no_grad():   # biases start at zero and LayerNorm at (1, 0): make every one count
         for p in model.parameters():
             if p.dim() == 1:

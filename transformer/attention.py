@@ -73,20 +73,29 @@ class MultiHeadAttention(nn.Module):
     def _split_heads(self, x, d_head):                  # (B, L, h*d) -> (B, h, L, d)
         return x.unflatten(-1, (self.n_heads, d_head)).transpose(1, 2)
 
-    def forward(self, query, key, value, mask=None, causal=False, cache=None, static_kv=False):
+    def forward(self, query, key, value, mask=None, causal=False, cache=None, static_kv=False,
+                packing=None, kv_packing=None):
         """query: (B, q_len, d_model); key/value: (B, k_len, d_model).
 
         mask: bool (B, 1|h, 1|q_len, k_len), True = attend. ``causal=True`` adds the
         decoder's "no peeking ahead" mask (3.2.3). ``cache``: a dict this layer owns
         in a :class:`KVCache`; self-attention appends the new keys/values to it,
         cross-attention (``static_kv=True``) computes them once from the memory.
+        ``packing`` / ``kv_packing``: the query / key-value inputs come packed,
+        (n_real, d_model) (see :mod:`transformer.packing`); so does the output.
         """
-        q = self._split_heads(self.q_proj(query), self.d_k)          # (B, h, q_len, d_k)
+        q = self.q_proj(query)
+        if packing is not None:
+            q = packing.unpack(q)                                    # (n, .) -> (B, q_len, .)
+        q = self._split_heads(q, self.d_k)                           # (B, h, q_len, d_k)
         if cache is not None and static_kv and "k" in cache:
             k, v = cache["k"], cache["v"]
         else:
-            k = self._split_heads(self.k_proj(key), self.d_k)        # (B, h, k_len, d_k)
-            v = self._split_heads(self.v_proj(value), self.d_v)      # (B, h, k_len, d_v)
+            k, v = self.k_proj(key), self.v_proj(value)
+            if kv_packing is not None:
+                k, v = kv_packing.unpack(k), kv_packing.unpack(v)    # (B, k_len, .)
+            k = self._split_heads(k, self.d_k)                       # (B, h, k_len, d_k)
+            v = self._split_heads(v, self.d_v)                       # (B, h, k_len, d_v)
             if cache is not None:
                 if not static_kv and "k" in cache:
                     k = torch.cat([cache["k"], k], dim=2)
@@ -107,7 +116,9 @@ class MultiHeadAttention(nn.Module):
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
                                                  dropout_p=dropout_p, is_causal=causal)
         out = out.transpose(1, 2).flatten(2)                        # (B, q_len, h*d_v)
-        return self.out_proj(out)                                   # (B, q_len, d_model)
+        if packing is not None:
+            out = packing.pack(out)                                 # (n, h*d_v)
+        return self.out_proj(out)                                   # (B, q_len | n, d_model)
 
 
 class KVCache:

@@ -40,8 +40,9 @@ class EncoderLayer(nn.Module):
         self.feed_forward = PositionwiseFeedForward(cfg)
         self.attn_block, self.ff_block = Residual(cfg), Residual(cfg)
 
-    def forward(self, x, src_mask=None):                 # x: (B, S, d_model)
-        x = self.attn_block(x, lambda h: self.self_attn(h, h, h, mask=src_mask))
+    def forward(self, x, src_mask=None, packing=None):   # x: (B, S, d_model) or (n, d_model)
+        x = self.attn_block(x, lambda h: self.self_attn(h, h, h, mask=src_mask, packing=packing,
+                                                        kv_packing=packing))
         return self.ff_block(x, self.feed_forward)
 
 
@@ -62,9 +63,13 @@ class DecoderLayer(nn.Module):
         self.self_block, self.cross_block, self.ff_block = (Residual(cfg), Residual(cfg),
                                                             Residual(cfg))
 
-    def forward(self, y, memory, memory_mask=None, self_cache=None, cross_cache=None):
-        # y: (B, T, d_model), memory: (B, S, d_model)
-        y = self.self_block(y, lambda h: self.self_attn(h, h, h, causal=True, cache=self_cache))
+    def forward(self, y, memory, memory_mask=None, self_cache=None, cross_cache=None,
+                packing=None, memory_packing=None):
+        # y: (B, T, d_model) or packed (n_tgt, d); memory: (B, S, d_model) or (n_src, d)
+        y = self.self_block(y, lambda h: self.self_attn(h, h, h, causal=True, cache=self_cache,
+                                                        packing=packing, kv_packing=packing))
         y = self.cross_block(y, lambda h: self.cross_attn(h, memory, memory, mask=memory_mask,
-                                                          cache=cross_cache, static_kv=True))
+                                                          cache=cross_cache, static_kv=True,
+                                                          packing=packing,
+                                                          kv_packing=memory_packing))
         return self.ff_block(y, self.feed_forward)

@@ -2,6 +2,9 @@
 
     src (B, S) -> embed + position -> N x EncoderLayer -> memory (B, S, d_model)
     tgt_in (B, T) -> embed + position -> N x DecoderLayer(memory) -> linear -> logits
+
+Inside each stack the activations skip the padding: (n_real, d_model) rows, unpacked
+only inside attention (:mod:`transformer.packing`). Same outputs at every real position.
 """
 from __future__ import annotations
 
@@ -13,10 +16,15 @@ from .config import ModelConfig
 from .dropout import Dropout
 from .embedding import TokenEmbedding
 from .layers import DecoderLayer, EncoderLayer
+from .packing import Packing
 from .positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
 
 
 class Transformer(nn.Module):
+    # Position-wise layers run on real tokens only (see transformer.packing). False runs
+    # them on the padded (B, L, d_model) layout, for comparison: the same real outputs.
+    skip_padding: bool = True
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         cfg.validate()
@@ -80,15 +88,23 @@ class Transformer(nn.Module):
         self._check_tokens("src", src, self.cfg.vocab_size)
         if src_mask is None:
             src_mask = self.source_mask(src)
-        x = self.embed_dropout(self.src_pos(self.src_embed(src)))       # (B, S, d_model)
+        x = self.src_pos(self.src_embed(src))                           # (B, S, d_model)
+        packing = Packing.of(src, self.cfg.pad_id) if self.skip_padding else None
+        if packing is not None:
+            x = packing.pack(x)                                         # (n_src, d_model)
+        x = self.embed_dropout(x)
         for layer in self.encoder_layers:
-            x = layer(x, src_mask)
-        return self.encoder_norm(x)
+            x = layer(x, src_mask, packing)
+        x = self.encoder_norm(x)
+        return packing.unpack(x) if packing is not None else x         # zeros at padding
 
-    def decode_states(self, tgt_in, memory, src_mask=None, cache: KVCache | None = None):
+    def decode_states(self, tgt_in, memory, src_mask=None, cache: KVCache | None = None,
+                      rows: torch.Tensor | None = None):
         """tgt_in (B, T) -> decoder output (B, T, d_model), before the projection.
 
         With a ``cache``, ``tgt_in`` holds only the new positions (usually one).
+        ``rows``: (B, T) bool; return only those positions' states, (n, d_model) in
+        row-major order (the loss wants the non-pad ones).
         """
         self._check_tokens("tgt_in", tgt_in, self.cfg.tgt_vocab_size)
         if memory.dim() != 3 or memory.size(0) != tgt_in.size(0):
@@ -98,14 +114,27 @@ class Transformer(nn.Module):
         if start + tgt_in.size(1) > self.cfg.max_len:
             raise ValueError(f"decoding past position {self.cfg.max_len}, the length of the "
                              f"positional table (cfg.max_len)")
-        y = self.embed_dropout(self.tgt_pos(self.tgt_embed(tgt_in), start))   # (B, T, d)
+        y = self.tgt_pos(self.tgt_embed(tgt_in), start)                  # (B, T, d_model)
+        packing = memory_packing = None
+        if self.skip_padding and cache is None:
+            packing = Packing.of(tgt_in, self.cfg.pad_id)
+            if src_mask is not None and src_mask.shape == (memory.size(0), 1, 1, memory.size(1)):
+                memory_packing = Packing(src_mask[:, 0, 0, :])
+                memory = memory_packing.pack(memory)                    # (n_src, d_model)
+        if packing is not None:
+            y = packing.pack(y)                                         # (n_tgt, d_model)
+        y = self.embed_dropout(y)
         for i, layer in enumerate(self.decoder_layers):
             self_cache = cache.layer(i, "self") if cache is not None else None
             cross_cache = cache.layer(i, "cross") if cache is not None else None
-            y = layer(y, memory, src_mask, self_cache, cross_cache)
+            y = layer(y, memory, src_mask, self_cache, cross_cache, packing, memory_packing)
         if cache is not None:
             cache.length += tgt_in.size(1)
-        return self.decoder_norm(y)
+        y = self.decoder_norm(y)
+        if rows is not None and packing is not None and torch.equal(rows, packing.keep):
+            return y                                                    # already (n, d)
+        y = packing.unpack(y) if packing is not None else y             # (B, T, d_model)
+        return y if rows is None else y[rows]
 
     def project(self, states: torch.Tensor) -> torch.Tensor:
         """Pre-softmax linear map: (..., d_model) -> logits (..., tgt_vocab)."""

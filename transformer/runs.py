@@ -21,7 +21,7 @@ from .trainer import TrainConfig, Trainer
 PACKAGE = Path(__file__).resolve().parent
 # The modules whose code decides what a run produces (figures and the CLI do not).
 TRAINING_MODULES = ("attention", "batching", "checkpoint", "config", "data", "decoding", "dropout",
-                    "embedding", "evaluate", "feedforward", "layers", "loss", "model",
+                    "embedding", "evaluate", "feedforward", "layers", "loss", "model", "packing",
                     "positional", "schedule", "tokenizer", "trainer")
 
 

@@ -153,10 +153,9 @@ class SequenceLoss(torch.nn.Module):
         model = self.model
         src_mask = model.source_mask(src)
         memory = model.encode(src, src_mask)
-        states = model.decode_states(tgt_in, memory, src_mask)        # (B, T, d_model)
         keep = tgt_out != self.criterion.pad_id
-        return self.criterion.from_states(states[keep], model.output_weight,   # (n_tokens, d)
-                                          tgt_out[keep])
+        states = model.decode_states(tgt_in, memory, src_mask, rows=keep)   # (n_tokens, d)
+        return self.criterion.from_states(states, model.output_weight, tgt_out[keep])
 
 
 class _Distributed:

@@ -1,0 +1,108 @@
+"""Padding-free position-wise layers: same numbers as the padded layout, less work."""
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from transformer import ModelConfig, Transformer
+from transformer.loss import LabelSmoothingLoss
+from transformer.packing import Packing
+from transformer.trainer import SequenceLoss
+
+CFG = ModelConfig(vocab_size=60, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2,
+                  n_decoder_layers=2, dropout=0.0)
+
+
+def padded_batch(seed=0, batch=4, src_len=9, tgt_len=7):
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(4, CFG.vocab_size, (batch, src_len), generator=g)
+    seq = torch.randint(4, CFG.vocab_size, (batch, tgt_len + 1), generator=g)
+    for i in range(1, batch):                    # row 0 full length, the others shorter
+        src[i, src_len - 2 * i:] = CFG.pad_id
+        seq[i, tgt_len + 1 - i:] = CFG.pad_id
+    return src, seq[:, :-1], seq[:, 1:]
+
+
+def test_pack_and_unpack_are_inverse_with_zeros_at_padding():
+    keep = torch.tensor([[True, True, False], [True, False, False]])
+    packing = Packing(keep)
+    x = torch.arange(2 * 3 * 2, dtype=torch.float).view(2, 3, 2)
+    rows = packing.pack(x)
+    assert len(packing) == 3 and rows.tolist() == [[0, 1], [2, 3], [6, 7]]
+    back = packing.unpack(rows)
+    assert torch.equal(back[keep], x[keep]) and not back[~keep].any()
+
+
+def test_packing_of_a_batch_without_padding_is_none():
+    assert Packing.of(torch.tensor([[5, 6], [7, 8]]), pad_id=0) is None
+    assert len(Packing.of(torch.tensor([[5, 6], [7, 0]]), pad_id=0)) == 3
+
+
+def test_packing_rejects_a_mask_of_the_wrong_kind():
+    with pytest.raises(ValueError, match="bool"):
+        Packing(torch.ones(2, 3))
+    with pytest.raises(ValueError, match=r"\(batch, length\)"):
+        Packing(torch.ones(2, 1, 3, dtype=torch.bool))
+
+
+def loss_and_grads(model, batch):
+    model.zero_grad(set_to_none=True)
+    loss = SequenceLoss(model, LabelSmoothingLoss(0.1, pad_id=CFG.pad_id))(*batch)
+    loss.backward()
+    return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters()}
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_training_step_is_the_same_with_and_without_padding_skipped(norm):
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig(**{**CFG.to_dict(), "norm_position": norm})).train()
+    batch = padded_batch()
+    model.skip_padding = False
+    loss_padded, grads_padded = loss_and_grads(model, batch)
+    model.skip_padding = True
+    loss_packed, grads_packed = loss_and_grads(model, batch)
+    assert torch.allclose(loss_packed, loss_padded, rtol=1e-6)
+    for name, g in grads_padded.items():
+        assert torch.allclose(grads_packed[name], g, rtol=1e-4, atol=1e-6), name
+
+
+def forward_flops(model, batch):
+    counter = FlopCounterMode(display=False)
+    with counter, torch.no_grad():
+        model(*batch[:2])
+    return counter.get_total_flops()
+
+
+def test_skipping_padding_saves_the_padding_share_of_the_work():
+    model = Transformer(CFG).eval()
+    batch = padded_batch()
+    model.skip_padding = False
+    padded = forward_flops(model, batch)
+    model.skip_padding = True
+    packed = forward_flops(model, batch)
+    src, tgt_in = batch[:2]
+    real = ((src != CFG.pad_id).sum() + (tgt_in != CFG.pad_id).sum()) / (src.numel() + tgt_in.numel())
+    assert packed < padded * (1 + real) / 2          # well below: most of the saving is made
+    unpadded = padded_batch(batch=1)                 # one sentence: nothing to skip
+    assert forward_flops(model, unpadded) == padded_flops_of(model, unpadded)
+
+
+def padded_flops_of(model, batch):
+    model.skip_padding = False
+    try:
+        return forward_flops(model, batch)
+    finally:
+        model.skip_padding = True
+
+
+def test_decode_states_returns_the_rows_asked_for():
+    model = Transformer(CFG).eval()
+    src, tgt_in, tgt_out = padded_batch()
+    src_mask = model.source_mask(src)
+    with torch.no_grad():
+        memory = model.encode(src, src_mask)
+        full = model.decode_states(tgt_in, memory, src_mask)
+        assert not full[tgt_in == CFG.pad_id].any()                # zeros at padding
+        for rows in (tgt_in != CFG.pad_id, tgt_out != CFG.pad_id,
+                     torch.rand(tgt_in.shape) < 0.5):
+            got = model.decode_states(tgt_in, memory, src_mask, rows=rows)
+            assert torch.allclose(got, full[rows], atol=1e-6)
