@@ -7,7 +7,8 @@ rounds of ours / torch / marian in rotating order) and we report medians.
 
     (a) ours    transformer.Transformer + transformer.trainer.SequenceLoss (the trainer's
                 loss), which projects and scores only the non-pad target positions, the
-                projection fused into the loss; its dropout is transformer.dropout.Dropout;
+                projection fused into the loss; its position-wise layers skip padding
+                (transformer.packing); its dropout is transformer.dropout.Dropout;
     (b) torch   torch.nn.Transformer (post-norm, ReLU, batch_first) wrapped with the same
                 shared embedding (x sqrt(d_model)), sinusoidal table and tied output
                 projection; the usual masks (causal tgt_mask + three key padding masks);
@@ -29,6 +30,9 @@ machine's 2048^3 matmul peak measured in the same run. Finally each batch runs o
 through ours with its matrix multiplies timed (``GemmTimer``): their share of our step,
 and the speed-up over torch.nn.Transformer fp32 that ours would reach if everything else
 in the step took no time, a ceiling no eager rewrite of the model can pass.
+
+``--padded`` runs ours on the padded layout (``Transformer.skip_padding = False``), to
+measure what skipping padding gives.
 
     python benchmarks/train_throughput.py                 # small and base, fp32 and bf16
     python benchmarks/train_throughput.py --preset small --quick
@@ -367,6 +371,18 @@ def report(result: dict, peaks: MatmulPeak) -> None:
               f"{bound}")
 
 
+def cpu_name() -> str:
+    """'AMD EPYC, family 26 model 2' from /proc/cpuinfo (the family tells CPU generations
+    apart where the model name does not); the platform's processor string elsewhere."""
+    try:
+        info = dict(line.split(":", 1) for line in open("/proc/cpuinfo").read().split("\n\n")[0]
+                    .splitlines() if ":" in line)
+        info = {k.strip(): v.strip() for k, v in info.items()}
+        return f"{info['model name']}, family {info['cpu family']} model {info['model']}"
+    except (OSError, KeyError):
+        return platform.processor() or "unknown CPU"
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--preset", choices=["small", "base", "all"], default="all")
@@ -381,14 +397,18 @@ def main(argv=None):
     p.add_argument("--random-batches", action="store_true",
                    help="pack sentences in random order (about half padding) instead of "
                         "bucketing them by length as the trainer does")
+    p.add_argument("--padded", action="store_true",
+                   help="ours on the padded layout (Transformer.skip_padding = False)")
     args = p.parse_args(argv)
     if args.steps is None:
         args.steps = 2 if args.quick else 5
     torch.set_num_threads(args.threads)
+    Transformer.skip_padding = not args.padded
     import transformers
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, python "
-          f"{platform.python_version()}, {args.threads} threads of {os.cpu_count()} CPUs, "
-          f"{time.strftime('%Y-%m-%d %H:%M')}")
+          f"{platform.python_version()}, {args.threads} threads of {os.cpu_count()} CPUs "
+          f"({cpu_name()}), malloc {os.environ.get('LD_PRELOAD') or 'glibc'}, "
+          f"{time.strftime('%Y-%m-%d %H:%M')}; ours {'padded' if args.padded else 'skips padding'}")
     peaks = MatmulPeak()
     first = dict(peaks.sample(reps=5))
     print(f"2048^3 matmul now: fp32 {first['fp32']:.0f} GFLOP/s, bf16 {first['bf16']:.0f} GFLOP/s")
