@@ -171,3 +171,19 @@ def test_fused_projection_loss_rejects_mismatched_shapes():
     with pytest.raises(ValueError, match="target"):
         LabelSmoothingLoss(0.1).from_states(torch.randn(4, 8), torch.randn(10, 8),
                                             torch.randint(1, 10, (5,)))
+
+
+def test_fused_projection_loss_keeps_no_vocabulary_sized_tensor_for_the_backward(monkeypatch):
+    # The gradient is formed chunk by chunk in the forward: what waits for the backward is
+    # dH/dh (n, d) and dH/dW (V, d), never an (n, V) table of logits or probabilities.
+    monkeypatch.setitem(loss_module.CHUNK_ELEMENTS, "cpu", 8 * 500)
+    n, d, V = 64, 8, 500
+    states = torch.randn(n, d, requires_grad=True)
+    weight = torch.randn(V, d, requires_grad=True)
+    saved = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t.shape) or t,
+                                                  lambda t: t):
+        loss = LabelSmoothingLoss(0.1).from_states(states, weight, torch.randint(1, V, (n,)))
+    loss.backward()
+    assert saved and max(s.numel() for s in saved) <= V * d < n * V
+    assert states.grad.shape == (n, d) and weight.grad.shape == (V, d)
