@@ -45,4 +45,4 @@ class Packing:
     def unpack(self, x: torch.Tensor) -> torch.Tensor:
         """(n_real, ...) -> (B, L, ...), zeros at padding."""
         out = x.new_zeros(self.batch * self.length, *x.shape[1:])
-        return out.index_copy(0, self.index, x).unflatten(0, (self.batch, self.length))
+        return out.index_copy_(0, self.index, x).unflatten(0, (self.batch, self.length))
