@@ -407,7 +407,7 @@ def main(argv=None):
     import transformers
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, python "
           f"{platform.python_version()}, {args.threads} threads of {os.cpu_count()} CPUs "
-          f"({cpu_name()}), malloc {os.environ.get('LD_PRELOAD') or 'glibc'}, "
+          f"({cpu_name()}), LD_PRELOAD={os.environ.get('LD_PRELOAD', '')!r}, "
           f"{time.strftime('%Y-%m-%d %H:%M')}; ours {'padded' if args.padded else 'skips padding'}")
     peaks = MatmulPeak()
     first = dict(peaks.sample(reps=5))

@@ -12,14 +12,18 @@ CFG = ModelConfig(vocab_size=60, d_model=32, n_heads=4, d_ff=64, n_encoder_layer
                   n_decoder_layers=2, dropout=0.0)
 
 
-def padded_batch(seed=0, batch=4, src_len=9, tgt_len=7):
+def padded_batch(seed=0, batch=4, src_len=9, tgt_len=7, aligned=True):
+    """src, tgt_in, tgt_out, right-padded. ``aligned``: tgt_in = <bos> y and tgt_out = y <eos>
+    have the same pad positions, as the trainer's batches do; else tgt_out has one pad more."""
     g = torch.Generator().manual_seed(seed)
     src = torch.randint(4, CFG.vocab_size, (batch, src_len), generator=g)
-    seq = torch.randint(4, CFG.vocab_size, (batch, tgt_len + 1), generator=g)
+    tgt_in = torch.randint(4, CFG.vocab_size, (batch, tgt_len), generator=g)
+    tgt_out = torch.randint(4, CFG.vocab_size, (batch, tgt_len), generator=g)
     for i in range(1, batch):                    # row 0 full length, the others shorter
         src[i, src_len - 2 * i:] = CFG.pad_id
-        seq[i, tgt_len + 1 - i:] = CFG.pad_id
-    return src, seq[:, :-1], seq[:, 1:]
+        tgt_in[i, tgt_len - i:] = CFG.pad_id
+        tgt_out[i, tgt_len - i - (0 if aligned else 1):] = CFG.pad_id
+    return src, tgt_in, tgt_out
 
 
 def test_pack_and_unpack_are_inverse_with_zeros_at_padding():
@@ -51,11 +55,12 @@ def loss_and_grads(model, batch):
     return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters()}
 
 
+@pytest.mark.parametrize("aligned", [True, False])
 @pytest.mark.parametrize("norm", ["post", "pre"])
-def test_training_step_is_the_same_with_and_without_padding_skipped(norm):
+def test_training_step_is_the_same_with_and_without_padding_skipped(norm, aligned):
     torch.manual_seed(0)
     model = Transformer(ModelConfig(**{**CFG.to_dict(), "norm_position": norm})).train()
-    batch = padded_batch()
+    batch = padded_batch(aligned=aligned)
     model.skip_padding = False
     loss_padded, grads_padded = loss_and_grads(model, batch)
     model.skip_padding = True
@@ -80,7 +85,7 @@ def test_skipping_padding_saves_the_padding_share_of_the_work():
     model.skip_padding = True
     packed = forward_flops(model, batch)
     src, tgt_in = batch[:2]
-    real = ((src != CFG.pad_id).sum() + (tgt_in != CFG.pad_id).sum()) / (src.numel() + tgt_in.numel())
+    real = (src != CFG.pad_id).float().mean() * 0.5 + (tgt_in != CFG.pad_id).float().mean() * 0.5
     assert packed < padded * (1 + real) / 2          # well below: most of the saving is made
     unpadded = padded_batch(batch=1)                 # one sentence: nothing to skip
     assert forward_flops(model, unpadded) == padded_flops_of(model, unpadded)
@@ -106,3 +111,25 @@ def test_decode_states_returns_the_rows_asked_for():
                      torch.rand(tgt_in.shape) < 0.5):
             got = model.decode_states(tgt_in, memory, src_mask, rows=rows)
             assert torch.allclose(got, full[rows], atol=1e-6)
+
+
+def test_padding_a_real_token_can_see_is_not_skipped():
+    # Left-padded targets: under the causal mask real tokens see the pads before them, so
+    # skipping those would change the output; the model keeps the padded layout instead.
+    # Likewise a source mask that lets queries see padding (here: all True).
+    model = Transformer(CFG).eval()
+    src, tgt_in, _ = padded_batch()
+    left_padded = torch.cat([torch.full((4, 2), CFG.pad_id), tgt_in[:, :5]], dim=1)
+    see_all = torch.ones(4, 1, 1, src.size(1), dtype=torch.bool)
+    outputs = []
+    with torch.no_grad():
+        for skip in (True, False):
+            model.skip_padding = skip
+            memory = model.encode(src, see_all)
+            outputs.append((memory, model.decode_states(left_padded, memory, see_all)))
+    (memory_a, states_a), (memory_b, states_b) = outputs
+    assert torch.allclose(memory_a, memory_b, atol=1e-5)
+    assert torch.allclose(states_a, states_b, atol=1e-5)
+    assert Packing.of_right_padded(left_padded, CFG.pad_id) is None
+    per_query = torch.ones(4, 1, src.size(1), src.size(1), dtype=torch.bool)
+    assert Packing.of_mask(per_query, 4, src.size(1)) is None          # not (B, 1, 1, S)

@@ -187,3 +187,14 @@ def test_fused_projection_loss_keeps_no_vocabulary_sized_tensor_for_the_backward
     loss.backward()
     assert saved and max(s.numel() for s in saved) <= V * d < n * V
     assert states.grad.shape == (n, d) and weight.grad.shape == (V, d)
+
+
+def test_fused_projection_loss_leaves_a_frozen_matrix_alone():
+    states = torch.randn(12, 8, dtype=torch.float64, requires_grad=True)
+    weight = torch.randn(30, 8, dtype=torch.float64)                  # frozen: no gradient
+    target = torch.randint(1, 30, (12,))
+    _, ref_states, _ = _autograd_reference(states.detach(), weight, target, 0.1, upstream=1.0)
+    with _OpLog() as ops:
+        LabelSmoothingLoss(0.1).from_states(states, weight, target).backward()
+    assert torch.allclose(states.grad, ref_states, rtol=1e-10)
+    assert weight.grad is None and "addmm_" not in ops.ops                # no dH/dW computed

@@ -147,7 +147,8 @@ class AttentionRecorder:
 
     ``weights["encoder.0.self"]`` is a (batch, heads, q_len, k_len) tensor; names are
     ``encoder.{i}.self``, ``decoder.{i}.self`` and ``decoder.{i}.cross``. Repeated calls
-    (incremental decoding) are concatenated along the query axis.
+    (incremental decoding) are concatenated along the query axis. Rows of padded query
+    positions are not meaningful (the model skips padding, so their queries are zero).
     """
 
     def __init__(self):

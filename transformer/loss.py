@@ -22,14 +22,11 @@ def smoothed_target(target: torch.Tensor, vocab_size: int, smoothing: float) -> 
     return q.scatter_add_(-1, target.unsqueeze(-1), torch.full_like(q[..., :1], 1 - smoothing))
 
 
-def p_minus_smoothed_target(p: torch.Tensor, target: torch.Tensor, smoothing: float,
-                            out: torch.Tensor | None = None) -> torch.Tensor:
+def p_minus_smoothed_target(p: torch.Tensor, target: torch.Tensor, smoothing: float):
     """dH/dz = p - q' for probabilities p (n, V) and labels target (n,), computed in place
-    in ``p`` (or written to ``out``): p - eps / V everywhere, and - (1 - eps) at the label."""
+    in ``p``: p - eps / V everywhere, and - (1 - eps) at the label."""
     p.scatter_add_(-1, target.unsqueeze(-1), p.new_full((target.numel(), 1), smoothing - 1.0))
-    if out is None:
-        return p.sub_(smoothing / p.size(-1))
-    return torch.sub(p, smoothing / p.size(-1), out=out)
+    return p.sub_(smoothing / p.size(-1))
 
 
 class SmoothedCrossEntropy(torch.autograd.Function):
@@ -116,8 +113,9 @@ class ProjectedSmoothedCrossEntropy(torch.autograd.Function):
     dH/dW += G^T h; no (n, V) tensor is ever kept (at a GPU batch of 25,000 tokens and a
     37,000-token vocabulary that would be 3.7 GB in fp32), and the backward only scales
     them by the incoming gradient. Under autocast the logits are computed in the autocast
-    ``dtype`` and soft-maxed in fp32, as autocast would; dH/dW sums in fp32. ``need_grad``
-    is False under ``torch.no_grad`` (validation), and then no gradient is computed.
+    ``dtype`` and soft-maxed in fp32, as autocast would; dH/dW adds up the chunks in fp32.
+    ``need_grad`` is False under ``torch.no_grad`` (validation), and then no gradient is
+    computed; neither is one for an input that does not require it.
     """
 
     @staticmethod
@@ -130,9 +128,12 @@ class ProjectedSmoothedCrossEntropy(torch.autograd.Function):
         rows = max(1, min(chunk_rows, n))
         z_buf = h.new_empty(rows, V, dtype=softmax_dtype)              # reused per chunk
         mm_buf = z_buf if dtype == softmax_dtype else h.new_empty(rows, V)
-        if need_grad:
-            grad_states = h.new_empty(n, h.size(1))                     # dH/dh (n, d)
-            grad_weight = h.new_zeros(V, h.size(1), dtype=softmax_dtype)  # dH/dW (V, d)
+        want_states, want_weight = (need_grad and ctx.needs_input_grad[0],
+                                    need_grad and ctx.needs_input_grad[1])
+        need_grad = want_states or want_weight
+        grad_states = h.new_empty(n, h.size(1)) if want_states else None          # (n, d)
+        grad_weight = (h.new_zeros(V, h.size(1), dtype=softmax_dtype)             # (V, d)
+                       if want_weight else None)
         with torch.autocast(states.device.type, enabled=False):
             for lo in range(0, n, rows):
                 c = min(rows, n - lo)
@@ -150,10 +151,11 @@ class ProjectedSmoothedCrossEntropy(torch.autograd.Function):
                     g = p_minus_smoothed_target(e.div_(e_sum), y, smoothing)   # (c, V)
                     if mm_buf is not z_buf:
                         g = mm_buf[:c].copy_(g)                              # back to dtype
-                    torch.mm(g, w, out=grad_states[lo:lo + c])               # G W
-                    if g.dtype == grad_weight.dtype:
+                    if want_states:
+                        torch.mm(g, w, out=grad_states[lo:lo + c])           # G W
+                    if want_weight and g.dtype == grad_weight.dtype:
                         grad_weight.addmm_(g.t(), h_c)                       # += G^T h
-                    else:
+                    elif want_weight:
                         grad_weight += g.t() @ h_c
         if need_grad:
             ctx.save_for_backward(grad_states, grad_weight)
@@ -163,7 +165,9 @@ class ProjectedSmoothedCrossEntropy(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad):
         grad_states, grad_weight = ctx.saved_tensors
-        return grad_states * grad, grad_weight * grad, None, None, None, None, None
+        return (grad_states * grad if grad_states is not None else None,
+                grad_weight * grad if grad_weight is not None else None,
+                None, None, None, None, None)
 
 
 def projected_smoothed_loss(states: torch.Tensor, weight: torch.Tensor, target: torch.Tensor,

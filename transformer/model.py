@@ -4,7 +4,9 @@
     tgt_in (B, T) -> embed + position -> N x DecoderLayer(memory) -> linear -> logits
 
 Inside each stack the activations skip the padding: (n_real, d_model) rows, unpacked
-only inside attention (:mod:`transformer.packing`). Same outputs at every real position.
+only inside attention (:mod:`transformer.packing`). The outputs at real positions are the
+padded layout's (tests/test_packing.py); positions the source mask hides, and target
+padding, come out as zeros.
 """
 from __future__ import annotations
 
@@ -89,14 +91,14 @@ class Transformer(nn.Module):
         if src_mask is None:
             src_mask = self.source_mask(src)
         x = self.src_pos(self.src_embed(src))                           # (B, S, d_model)
-        packing = Packing.of(src, self.cfg.pad_id) if self.skip_padding else None
+        packing = Packing.of_mask(src_mask, *src.shape) if self.skip_padding else None
         if packing is not None:
             x = packing.pack(x)                                         # (n_src, d_model)
         x = self.embed_dropout(x)
         for layer in self.encoder_layers:
             x = layer(x, src_mask, packing)
         x = self.encoder_norm(x)
-        return packing.unpack(x) if packing is not None else x         # zeros at padding
+        return packing.unpack(x) if packing is not None else x         # zeros where masked
 
     def decode_states(self, tgt_in, memory, src_mask=None, cache: KVCache | None = None,
                       rows: torch.Tensor | None = None):
@@ -117,9 +119,9 @@ class Transformer(nn.Module):
         y = self.tgt_pos(self.tgt_embed(tgt_in), start)                  # (B, T, d_model)
         packing = memory_packing = None
         if self.skip_padding and cache is None:
-            packing = Packing.of(tgt_in, self.cfg.pad_id)
-            if src_mask is not None and src_mask.shape == (memory.size(0), 1, 1, memory.size(1)):
-                memory_packing = Packing(src_mask[:, 0, 0, :])
+            packing = Packing.of_right_padded(tgt_in, self.cfg.pad_id)
+            memory_packing = Packing.of_mask(src_mask, *memory.shape[:2])
+            if memory_packing is not None:
                 memory = memory_packing.pack(memory)                    # (n_src, d_model)
         if packing is not None:
             y = packing.pack(y)                                         # (n_tgt, d_model)
