@@ -70,7 +70,8 @@ def test_training_step_is_the_same_with_and_without_padding_skipped(norm, aligne
         assert torch.allclose(grads_packed[name], g, rtol=1e-4, atol=1e-6), name
 
 
-def forward_flops(model, batch):
+def forward_flops(model, batch, skip_padding):
+    model.skip_padding = skip_padding
     counter = FlopCounterMode(display=False)
     with counter, torch.no_grad():
         model(*batch[:2])
@@ -80,23 +81,12 @@ def forward_flops(model, batch):
 def test_skipping_padding_saves_the_padding_share_of_the_work():
     model = Transformer(CFG).eval()
     batch = padded_batch()
-    model.skip_padding = False
-    padded = forward_flops(model, batch)
-    model.skip_padding = True
-    packed = forward_flops(model, batch)
+    padded, packed = forward_flops(model, batch, False), forward_flops(model, batch, True)
     src, tgt_in = batch[:2]
     real = (src != CFG.pad_id).float().mean() * 0.5 + (tgt_in != CFG.pad_id).float().mean() * 0.5
     assert packed < padded * (1 + real) / 2          # well below: most of the saving is made
     unpadded = padded_batch(batch=1)                 # one sentence: nothing to skip
-    assert forward_flops(model, unpadded) == padded_flops_of(model, unpadded)
-
-
-def padded_flops_of(model, batch):
-    model.skip_padding = False
-    try:
-        return forward_flops(model, batch)
-    finally:
-        model.skip_padding = True
+    assert forward_flops(model, unpadded, True) == forward_flops(model, unpadded, False)
 
 
 def test_decode_states_returns_the_rows_asked_for():

@@ -53,10 +53,10 @@ class Packing:
     def of_right_padded(cls, tokens: torch.Tensor, pad_id: int) -> Packing | None:
         """The packing of causally attended token ids; None when nothing is padding, or when
         a pad comes before a real token (the causal mask would let that token see it)."""
-        keep = tokens != pad_id
-        if bool(keep.all()) or not bool((keep[:, 1:] <= keep[:, :-1]).all()):
+        packing = cls.of(tokens, pad_id)
+        if packing is None or not bool((packing.keep[:, 1:] <= packing.keep[:, :-1]).all()):
             return None
-        return cls(keep)
+        return packing
 
     def __len__(self) -> int:
         return self.index.numel()
