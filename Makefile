@@ -66,6 +66,6 @@ train-small: setup
 	$(PY) -m transformer evaluate $(SMALL_RUN)/average.pt --corpus multi30k-en-de --split test --beam 1
 
 # The book's trained model is cached by a key of its configuration, the package source
-# and the data (transformer/runs.py); this forces a retrain.
+# and the data (book/transformer_book/runs.py); this forces a retrain.
 clean-cache:
 	rm -rf $${TRANSFORMER_CACHE:-$$HOME/.cache/transformer/runs}

@@ -5,8 +5,8 @@ beam search (beam 4) against greedy.
     python benchmarks/decode_speed.py --threads 1 --batch 16 --steps 30
 
 Part 1 runs exactly ``--steps`` decoder steps in a local loop that calls
-``model.decode_states`` / ``model.project`` directly (argmax, EOS not special), once with a
-:class:`~transformer.attention.KVCache` (one new position per step) and once feeding the
+``model.decode`` / ``model.project`` directly (argmax, EOS not special), once with a
+:class:`~transformer.fast.KVCache` (one new position per step) and once feeding the
 whole prefix every step (projecting only its last position, so the baseline does not pay
 for logits it throws away). Part 2 times the library's ``greedy_decode`` and
 ``beam_search`` on the same sources, with ``max_extra = steps - source length`` so that
@@ -21,7 +21,7 @@ import time
 
 import torch
 
-from transformer import KVCache, ModelConfig, Transformer
+from transformer import FastTransformer, KVCache, ModelConfig
 from transformer.decoding import beam_search, build_source_batch, greedy_decode
 
 
@@ -35,9 +35,9 @@ def fixed_steps(model, src, steps, use_cache):
         cache = KVCache() if use_cache else None
         for _ in range(steps):
             if use_cache:
-                states = model.decode_states(prefix[:, -1:], memory, src_mask, cache)
+                states = model.decode(prefix[:, -1:], memory, src_mask, cache)
             else:
-                states = model.decode_states(prefix, memory, src_mask)[:, -1:]
+                states = model.decode(prefix, memory, src_mask)[:, -1:]
             token = model.project(states)[:, -1].argmax(-1)
             prefix = torch.cat([prefix, token[:, None]], dim=1)
     return prefix[:, 1:]
@@ -70,7 +70,7 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     cfg = ModelConfig.from_preset(args.preset, vocab_size=args.vocab)
-    model = Transformer(cfg).eval()
+    model = FastTransformer(cfg).eval()
     gen = torch.Generator().manual_seed(args.seed)
     tokens = torch.randint(4, cfg.vocab_size, (args.batch, args.src_len - 1), generator=gen)
     src = build_source_batch(tokens.tolist(), cfg.pad_id, cfg.eos_id)

@@ -5,14 +5,16 @@ Adam step, on the same right-padded batch, with the same dimensions, dropout, th
 and optimizer. The three models run alternately in one process (warm-up steps first, then
 rounds of ours / torch / marian in rotating order) and we report medians.
 
-    (a) ours    transformer.Transformer + transformer.trainer.SequenceLoss (the trainer's
-                loss), which projects and scores only the non-pad target positions, the
-                projection fused into the loss; its position-wise layers skip padding
-                (transformer.packing); its dropout is transformer.dropout.Dropout;
+    (a) ours    transformer.FastTransformer (the form the trainer uses) +
+                transformer.fast.SequenceLoss (the trainer's loss), which projects and
+                scores only the non-pad target positions, the projection fused into the
+                loss; its position-wise layers skip padding (transformer.fast.packing); its
+                dropout is transformer.fast.CheapDropout;
     (b) torch   torch.nn.Transformer (post-norm, ReLU, batch_first) wrapped with the same
                 shared embedding (x sqrt(d_model)), sinusoidal table and tied output
                 projection; the usual masks (causal tgt_mask + three key padding masks);
-                logits at every target position, then the same loss;
+                logits at every target position, then the same loss
+                (transformer.fast.FastLabelSmoothingLoss, written-out gradient);
     (c) marian  transformers.MarianMTModel from a MarianConfig of the same dimensions
                 (random weights), SDPA attention, source attention_mask, logits at every
                 target position, then the same loss.
@@ -31,7 +33,7 @@ through ours with its matrix multiplies timed (``GemmTimer``): their share of ou
 and the speed-up over torch.nn.Transformer fp32 that ours would reach if everything else
 in the step took no time, a ceiling no eager rewrite of the model can pass.
 
-``--padded`` runs ours on the padded layout (``Transformer.skip_padding = False``), to
+``--padded`` runs ours on the padded layout (``FastTransformer(skip_padding=False)``), to
 measure what skipping padding gives.
 
     python benchmarks/train_throughput.py                 # small and base, fp32 and bf16
@@ -54,10 +56,10 @@ from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from transformer import LabelSmoothingLoss, ModelConfig, Transformer, sinusoidal_encoding
+from transformer import FastTransformer, ModelConfig, sinusoidal_encoding
 from transformer.batching import collate, token_batches
 from transformer.config import PAD_ID
-from transformer.trainer import SequenceLoss
+from transformer.fast import FastLabelSmoothingLoss, SequenceLoss
 
 # Batch size in padded slots per side (the trainer's --max-tokens): ~3k real target
 # tokens at the CPU preset, ~1k at base dims.
@@ -106,6 +108,7 @@ def make_batches(n: int, max_tokens: int, vocab: int, bucketed: bool = True, see
 
 
 # ------------------------------------------------------------------------ models
+SKIP_PADDING = True       # --padded: ours on the padded layout
 class TorchTransformerMT(nn.Module):
     """torch.nn.Transformer with the paper's embeddings and tied pre-softmax projection."""
 
@@ -175,8 +178,9 @@ def precision(dtype: str):
 
 def make_steps(cfg: ModelConfig):
     """{name: (model, step(batch, dtype))}; each step runs forward, loss, backward, Adam."""
-    criterion = LabelSmoothingLoss(0.1, pad_id=cfg.pad_id)
-    models = {"ours": Transformer(cfg), "torch": TorchTransformerMT(cfg),
+    criterion = FastLabelSmoothingLoss(0.1, pad_id=cfg.pad_id)
+    models = {"ours": FastTransformer(cfg, skip_padding=SKIP_PADDING),
+              "torch": TorchTransformerMT(cfg),
               "marian": build_marian(cfg)}
     sequence_loss = SequenceLoss(models["ours"], criterion)        # summed over tokens
 
@@ -398,12 +402,13 @@ def main(argv=None):
                    help="pack sentences in random order (about half padding) instead of "
                         "bucketing them by length as the trainer does")
     p.add_argument("--padded", action="store_true",
-                   help="ours on the padded layout (Transformer.skip_padding = False)")
+                   help="ours on the padded layout (FastTransformer(skip_padding=False))")
     args = p.parse_args(argv)
     if args.steps is None:
         args.steps = 2 if args.quick else 5
     torch.set_num_threads(args.threads)
-    Transformer.skip_padding = not args.padded
+    global SKIP_PADDING
+    SKIP_PADDING = not args.padded
     import transformers
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, python "
           f"{platform.python_version()}, {args.threads} threads of {os.cpu_count()} CPUs "

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import tempfile
 import time
@@ -22,17 +21,19 @@ from pathlib import Path
 
 import torch
 
-from transformer.trainer import TrainConfig, Trainer
+from transformer.tokenizer import Tokenizer
+from transformer.train_config import TrainConfig
+from transformer.trainer import Trainer
 
 
-def run(precision: str, out: Path, args) -> dict:
+def run(precision: str, out: Path, args, tokenizer=None) -> dict:
     cfg = TrainConfig(out_dir=str(out), corpus=args.corpus, data_root=args.data_root,
                       preset="small", vocab_size=8000, max_tokens=4096, update_tokens=4096,
                       warmup=400, lr_factor=0.5, precision=precision, threads=args.threads,
                       max_updates=args.updates, save_every=10**9, eval_bleu_sentences=0,
                       log_every=10, progress=False)
     started = time.perf_counter()
-    Trainer(cfg).fit()
+    Trainer.from_config(cfg, tokenizer=tokenizer).fit()
     wall = time.perf_counter() - started
     logged = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     rates = [r["tokens_per_s"] for r in logged if "tokens_per_s" in r][args.skip:]
@@ -53,11 +54,9 @@ def main(argv=None):
         tmp = Path(tmp)
         results = {}
         for precision in ("fp32", "bf16"):
-            out = tmp / precision
-            out.mkdir()
-            if results:                                   # reuse the first run's BPE model
-                shutil.copy(tmp / "fp32" / "spm.model", out / "spm.model")
-            results[precision] = run(precision, out, args)
+            # the second run is handed the first run's BPE model
+            tokenizer = Tokenizer.load(tmp / "fp32" / "spm.model") if results else None
+            results[precision] = run(precision, tmp / precision, args, tokenizer)
     print(f"trainer, small preset, {args.corpus}, {args.updates} updates of ~4096 target "
           f"tokens, {args.threads} thread(s), torch {torch.__version__}")
     for precision, r in results.items():

@@ -2,9 +2,10 @@
 import pytest
 import torch
 
-from transformer import ModelConfig, Transformer
+from transformer import FastTransformer, ModelConfig, Transformer
 
 MODEL = Transformer(ModelConfig.small(vocab_size=30, max_len=16)).eval()
+FAST = FastTransformer(MODEL.cfg).eval()
 SRC, TGT = torch.randint(4, 30, (2, 5)), torch.randint(4, 30, (2, 4))
 
 
@@ -19,19 +20,31 @@ SRC, TGT = torch.randint(4, 30, (2, 5)), torch.randint(4, 30, (2, 4))
     (torch.randint(4, 30, (2, 17)), TGT, ValueError, "src has length 17.*cfg.max_len=16"),
 ])
 def test_bad_batches_raise_clear_errors(src, tgt, error, message):
-    with pytest.raises(error, match=message):
-        MODEL(src, tgt)
+    for model in (MODEL, FAST):
+        with pytest.raises(error, match=message):
+            model(src, tgt)
 
 
 def test_decoding_past_the_positional_table():
     from transformer import KVCache
-    memory = MODEL.encode(SRC)
+    src_mask = FAST.source_mask(SRC)
+    memory = FAST.encode(SRC, src_mask)
     cache = KVCache()
     cache.length = 16
     with pytest.raises(ValueError, match="positional table"):
-        MODEL.decode(TGT[:, :1], memory, None, cache)
+        FAST.decode(TGT[:, :1], memory, src_mask, cache)
+    with pytest.raises(ValueError, match=r"tgt_in reaches position 17.*cfg.max_len=16"):
+        MODEL(SRC, torch.randint(4, 30, (2, 17)))
 
 
 def test_memory_of_the_wrong_shape():
     with pytest.raises(ValueError, match="memory must have shape"):
-        MODEL.decode(TGT, torch.randn(3, 5, 256))
+        FAST.decode(TGT, torch.randn(3, 5, 256), None)
+
+
+def test_a_source_of_only_padding():
+    src = SRC.clone()
+    src[1] = 0
+    for model in (MODEL, FAST):
+        with pytest.raises(ValueError, match="src row 1 holds only padding"):
+            model(src, TGT)

@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer import ModelConfig, Transformer
+from transformer import FastTransformer, ModelConfig, Transformer
 from transformer.decoding import (beam_search, build_source_batch, greedy_decode,
                                   length_penalty, sequence_scores, translate)
 
@@ -21,7 +21,7 @@ def random_sources(n, generator, min_len=1, max_len=10, vocab=V):
     return [torch.randint(4, vocab, (L,), generator=generator).tolist() for L in lengths]
 
 
-class EosBiasedTransformer(Transformer):
+class EosBiasedTransformer(FastTransformer):
     """Adds a constant to the EOS logit so that a random model stops at varied lengths."""
 
     eos_bias = 0.0
@@ -59,12 +59,12 @@ def test_length_penalty_formula():
 class TableModel(torch.nn.Module):
     """A stand-in 'model' whose next-token distribution is a fixed table of the prefix.
 
-    After BOS: A 0.58, EOS 0.40. After BOS A: EOS 0.62. So "" has log-prob -0.916 and
-    "A" -1.023: alpha = 0 prefers the empty output, alpha = 2 the longer one
-    (-1.023 / (7/6)^2 = -0.752).
+    After BOS: A 0.6, B 0.35 (EOS may not come first). After BOS A: EOS 0.5. After BOS B:
+    C 0.9, then EOS 0.9. So "A" has log-prob -1.204 and "B C" -1.260: alpha = 0 prefers
+    the shorter, alpha = 0.6 (-1.098 vs -1.060) and alpha = 2 the longer.
     """
 
-    A = 4
+    A, B, C = 4, 5, 6
 
     def __init__(self):
         super().__init__()
@@ -72,22 +72,22 @@ class TableModel(torch.nn.Module):
                                n_decoder_layers=1, max_len=32)
 
     def source_mask(self, src):
-        return None
+        return (src != PAD)[:, None, None, :]
 
-    def encode(self, src, src_mask=None):
+    def encode(self, src, src_mask):
         return torch.zeros(src.size(0), src.size(1), 1)
 
-    def decode_states(self, tgt_in, memory, src_mask=None, cache=None):
-        assert cache is None, "TableModel needs the whole prefix (use_cache=False)"
+    def decode(self, tgt_in, memory, src_mask):
         probs = torch.full((tgt_in.size(0), tgt_in.size(1), 8), 1e-3)
         for b in range(tgt_in.size(0)):
             prefix = tgt_in[b].tolist()
             row = probs[b, -1]
             if prefix == [BOS]:
-                row[self.A], row[EOS] = 0.58, 0.40
+                row[EOS], row[self.A], row[self.B] = 0.04, 0.6, 0.35
             elif prefix == [BOS, self.A]:
-                row[EOS] = 0.62
-                row[5:] = 0.12
+                row[EOS], row[self.B:] = 0.5, 0.1
+            elif prefix == [BOS, self.B]:
+                row[self.C] = 0.9
             else:
                 row[EOS] = 0.9
         return (probs / probs.sum(-1, keepdim=True)).log()
@@ -98,10 +98,22 @@ class TableModel(torch.nn.Module):
 
 def test_alpha_changes_the_chosen_hypothesis():
     model, src = TableModel(), torch.tensor([[5, 6, EOS]])
-    assert greedy_decode(model, src, use_cache=False) == [[TableModel.A]]
-    assert beam_search(model, src, beam_size=2, alpha=0.0, use_cache=False) == [[]]
-    assert beam_search(model, src, beam_size=2, alpha=0.6, use_cache=False) == [[]]
-    assert beam_search(model, src, beam_size=2, alpha=2.0, use_cache=False) == [[TableModel.A]]
+    A, B, C = TableModel.A, TableModel.B, TableModel.C
+    assert greedy_decode(model, src) == [[A]]
+    assert beam_search(model, src, beam_size=2, alpha=0.0) == [[A]]
+    assert beam_search(model, src, beam_size=2, alpha=0.6) == [[B, C]]
+    assert beam_search(model, src, beam_size=2, alpha=2.0) == [[B, C]]
+
+
+def test_no_output_is_empty():
+    # a model that puts almost all its mass on EOS first still emits one real token
+    model = random_model(seed=6, eos_bias=20.0)
+    gen = torch.Generator().manual_seed(6)
+    src = build_source_batch(random_sources(8, gen), PAD, EOS)
+    greedy = greedy_decode(model, src)
+    beams = beam_search(model, src, beam_size=4, alpha=0.6)
+    assert all(len(h) == 1 for h in greedy) and all(len(h) == 1 for h in beams)
+    assert all(EOS not in h for h in greedy + beams)
 
 
 # ------------------------------------------------------------- exactness checks
@@ -133,7 +145,7 @@ def test_cached_equals_uncached(norm):
     assert any(len(h) > 0 for h in greedy) and beam != greedy
 
 
-class NoEosTransformer(Transformer):
+class NoEosTransformer(FastTransformer):
     def project(self, states):
         logits = super().project(states)
         logits[..., self.cfg.eos_id] = -1e4
@@ -168,6 +180,7 @@ def test_greedy_output_is_the_argmax_chain_and_stops_at_eos():
         with torch.no_grad():
             logits = model(src[b:b + 1, :n_src[b]], tgt_in)[0]
         logits[:, [PAD, BOS]] = float("-inf")
+        logits[0, EOS] = float("-inf")             # the first token is never EOS
         chain = logits.argmax(-1).tolist()
         assert chain[:len(hyp)] == hyp
         if len(hyp) < n_src[b] + max_extra:
@@ -225,9 +238,14 @@ def test_trained_copy_model_is_reproduced_by_greedy_and_beam(copy_model):
     beam_lp = beam_search(copy_model, src, beam_size=4, alpha=0.6, max_extra=5)
     for hyps in (greedy, beam, beam_lp):
         assert sum(h == s for h, s in zip(hyps, seqs)) >= 90
-    greedy_score = sequence_scores(copy_model, src, greedy).mean()
+    # The "count" rule may stop a sentence before its best hypothesis ends (fairseq's rule:
+    # k finished hypotheses, however poor); the "bound" rule stops only when nothing live
+    # can win: on average it finds hypotheses at least as probable as greedy's.
+    bound = beam_search(copy_model, src, beam_size=4, alpha=0.0, max_extra=5, stopping="bound")
+    greedy_score = sequence_scores(copy_model, src, greedy)
+    bound_score = sequence_scores(copy_model, src, bound)
+    assert bound_score.mean() >= greedy_score.mean() - 1e-6
     beam_score = sequence_scores(copy_model, src, beam).mean()
-    assert beam_score >= greedy_score - 1e-6
     assert math.isfinite(float(beam_score)) and float(beam_score) > -1.0
 
 

@@ -1,10 +1,10 @@
-"""transformer.dropout.Dropout: nn.Dropout's behaviour with a cheaper mask on CPU."""
+"""transformer.fast.dropout.CheapDropout: nn.Dropout's behaviour with a cheaper mask on CPU."""
 import math
 
 import pytest
 import torch
 
-from transformer.dropout import LEVELS, Dropout, drop_mask
+from transformer.fast.dropout import LEVELS, CheapDropout as Dropout, drop_mask
 
 
 def test_eval_mode_and_p_zero_are_the_identity():

@@ -13,7 +13,9 @@ import torch
 from transformer.data import load_corpus
 from transformer.decoding import translate
 from transformer.evaluate import score
-from transformer.trainer import TrainConfig, Trainer, load_model
+from transformer.inference import load_model
+from transformer.train_config import TrainConfig
+from transformer.trainer import Trainer
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -27,19 +29,24 @@ def short_run(shared_data, tmp_path_factory):
                       keep_last=2, eval_bleu_sentences=0, progress=False,
                       model_overrides=dict(d_model=128, d_ff=512, n_heads=4,
                                            n_encoder_layers=2, n_decoder_layers=2))
-    Trainer(cfg).fit()
+    Trainer.from_config(cfg).fit()
     return Path(cfg.out_dir)
 
 
-def test_beam_4_scores_at_least_greedy_bleu_on_the_test_split(short_run, shared_data):
+def test_beam_4_and_greedy_translate_the_test_split(short_run, shared_data):
     model, tokenizer = load_model(short_run / "average.pt")
     test = load_corpus("multi30k-en-de", "test", root=shared_data)
-    greedy = score(translate(model, tokenizer, test.src, beam_size=1), test.tgt)
-    beam = score(translate(model, tokenizer, test.src, beam_size=4, alpha=0.6), test.tgt)
+    greedy_text = translate(model, tokenizer, test.src, beam_size=1)
+    beam_text = translate(model, tokenizer, test.src, beam_size=4, alpha=0.6)
+    greedy, beam = score(greedy_text, test.tgt), score(beam_text, test.tgt)
     print(f"\nshort run, Multi30k test: greedy BLEU {greedy['bleu']:.2f}, "
           f"beam 4 BLEU {beam['bleu']:.2f} ({beam['bleu_signature']})")
     assert greedy["bleu"] > 5.0, "the short run should already translate somewhat"
-    assert beam["bleu"] >= greedy["bleu"]
+    # no empty translation: EOS may not be the first token (minimum output length 1)
+    assert all(greedy_text) and all(beam_text)
+    # Beam search maximises the model's score, not BLEU: on one short run it is usually
+    # ahead of greedy, but nothing guarantees it; a point of slack keeps the test honest.
+    assert beam["bleu"] >= greedy["bleu"] - 1.0
 
 
 def test_metrics_log_has_what_the_book_plots(short_run):

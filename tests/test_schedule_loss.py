@@ -6,7 +6,8 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from transformer import LabelSmoothingLoss, noam_lr, sinusoidal_encoding
-from transformer import loss as loss_module
+from transformer.fast import FastLabelSmoothingLoss
+from transformer.fast import loss as loss_module
 from transformer.loss import smoothed_target
 from transformer.schedule import noam_scheduler
 
@@ -100,7 +101,7 @@ def test_fused_projection_loss_matches_autograd(monkeypatch, chunk_elements):
     target = torch.randint(1, 23, (37,))
     ref, ref_states, ref_weight = _autograd_reference(states, weight, target, 0.1)
     s, w = states.clone().requires_grad_(), weight.clone().requires_grad_()
-    loss = LabelSmoothingLoss(0.1).from_states(s, w, target)
+    loss = FastLabelSmoothingLoss(0.1).from_states(s, w, target)
     (2.5 * loss).backward()                               # an upstream gradient other than 1
     assert loss.dtype == torch.float64
     assert loss.item() == pytest.approx(ref.item(), rel=1e-12)
@@ -113,7 +114,7 @@ def test_unfused_loss_gradient_matches_autograd():
     logits = torch.randn(3, 8, 29, requires_grad=True)
     target = torch.randint(1, 29, (3, 8))
     target[2, 5:] = 0
-    (1.5 * LabelSmoothingLoss(0.1)(logits, target, reduction="sum")).backward()
+    (1.5 * FastLabelSmoothingLoss(0.1)(logits, target, reduction="sum")).backward()
     z = logits.detach().clone().requires_grad_()
     keep = target != 0
     (1.5 * F.cross_entropy(z[keep], target[keep], label_smoothing=0.1, reduction="sum")).backward()
@@ -138,13 +139,13 @@ def test_fused_projection_loss_builds_no_gradient_under_no_grad(monkeypatch):
     target = torch.randint(1, 11, (9,))
     ce = F.cross_entropy(states @ weight.t(), target, reduction="sum")
     with _OpLog() as training:
-        loss = LabelSmoothingLoss(0.0).from_states(states, weight, target)
+        loss = FastLabelSmoothingLoss(0.0).from_states(states, weight, target)
     with torch.no_grad(), _OpLog() as evaluation:        # e.g. the trainer's validation loss
-        no_grad_loss = LabelSmoothingLoss(0.0).from_states(states, weight, target)
+        no_grad_loss = FastLabelSmoothingLoss(0.0).from_states(states, weight, target)
     assert loss.item() == pytest.approx(ce.item(), rel=1e-5)
     assert no_grad_loss.item() == pytest.approx(ce.item(), rel=1e-5)
     assert "scatter_add_" in training.ops and "scatter_add_" not in evaluation.ops
-    empty = LabelSmoothingLoss(0.1).from_states(states[:0], weight, target[:0])
+    empty = FastLabelSmoothingLoss(0.1).from_states(states[:0], weight, target[:0])
     assert empty.item() == 0.0
 
 
@@ -152,7 +153,7 @@ def test_fused_projection_loss_under_bf16_autocast_matches_unfused():
     states = torch.randn(50, 32)
     weight = torch.randn(300, 32)
     target = torch.randint(1, 300, (50,))
-    crit = LabelSmoothingLoss(0.1)
+    crit = FastLabelSmoothingLoss(0.1)
     results = []
     for fused in (True, False):
         s, w = states.clone().requires_grad_(), weight.clone().requires_grad_()
@@ -169,7 +170,7 @@ def test_fused_projection_loss_under_bf16_autocast_matches_unfused():
 
 def test_fused_projection_loss_rejects_mismatched_shapes():
     with pytest.raises(ValueError, match="target"):
-        LabelSmoothingLoss(0.1).from_states(torch.randn(4, 8), torch.randn(10, 8),
+        FastLabelSmoothingLoss(0.1).from_states(torch.randn(4, 8), torch.randn(10, 8),
                                             torch.randint(1, 10, (5,)))
 
 
@@ -183,7 +184,7 @@ def test_fused_projection_loss_keeps_no_vocabulary_sized_tensor_for_the_backward
     saved = []
     with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t.shape) or t,
                                                   lambda t: t):
-        loss = LabelSmoothingLoss(0.1).from_states(states, weight, torch.randint(1, V, (n,)))
+        loss = FastLabelSmoothingLoss(0.1).from_states(states, weight, torch.randint(1, V, (n,)))
     loss.backward()
     assert saved and max(s.numel() for s in saved) <= V * d < n * V
     assert states.grad.shape == (n, d) and weight.grad.shape == (V, d)
@@ -195,6 +196,6 @@ def test_fused_projection_loss_leaves_a_frozen_matrix_alone():
     target = torch.randint(1, 30, (12,))
     _, ref_states, _ = _autograd_reference(states.detach(), weight, target, 0.1, upstream=1.0)
     with _OpLog() as ops:
-        LabelSmoothingLoss(0.1).from_states(states, weight, target).backward()
+        FastLabelSmoothingLoss(0.1).from_states(states, weight, target).backward()
     assert torch.allclose(states.grad, ref_states, rtol=1e-10)
     assert weight.grad is None and "addmm_" not in ops.ops                # no dH/dW computed

@@ -12,8 +12,8 @@ from transformer.tokenizer import Tokenizer
 
 REAL_DATA = Path(os.environ.get("TRANSFORMER_DATA",
                                 Path(__file__).resolve().parents[1] / ".." / "shared" / "data"))
-needs_multi30k = pytest.mark.skipif(
-    not (REAL_DATA / "multi30k-en-de" / "train.src.gz").is_file(),
+needs_multi30k = pytest.mark.skipif(    # under CI (CI=true) a missing corpus fails instead
+    not (REAL_DATA / "multi30k-en-de" / "train.src.gz").is_file() and not os.environ.get("CI"),
     reason=f"Multi30k not found under {REAL_DATA} (set TRANSFORMER_DATA)")
 
 WORDS = ("the a dog cat man woman runs sits on in under green red house tree "
@@ -135,9 +135,11 @@ def test_real_round_trip_and_shared_vocabulary(real):
 def test_full_multi30k_vocabulary_trains_quickly_and_deterministically(tmp_path, multi30k):
     import time
     texts = multi30k.src + multi30k.tgt
-    start = time.perf_counter()
+    start = time.process_time()     # CPU time of this process: other load does not count
     Tokenizer.train(texts, tmp_path / "a.model", vocab_size=8000, seed=0)
-    elapsed = time.perf_counter() - start
+    cpu_seconds = time.process_time() - start
     Tokenizer.train(texts, tmp_path / "b.model", vocab_size=8000, seed=0)
     assert (tmp_path / "a.model").read_bytes() == (tmp_path / "b.model").read_bytes()
-    assert elapsed < 30
+    # about 5 s on one core; the bound only catches a trainer gone quadratic (or threaded
+    # sampling switched on), it is not a benchmark
+    assert cpu_seconds < 120

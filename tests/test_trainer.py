@@ -5,17 +5,68 @@ import os
 import signal
 import subprocess
 import sys
-import time
+import textwrap
 from pathlib import Path
 
 import pytest
 import torch
 
+from transformer.batching import BatchIterator
 from transformer.checkpoint import (CheckpointError, average_checkpoints, load_checkpoint,
-                                    save_checkpoint, step_checkpoints)
-from transformer.trainer import TrainConfig, Trainer, TrainingError, load_model
+                                    step_checkpoints)
+from transformer.config import ModelConfig
+from transformer.fast import FastTransformer
+from transformer.inference import load_model
+from transformer.run_folder import RunFolder
+from transformer.schedule import noam_lr
+from transformer.train_config import TrainConfig, TrainingError
+from transformer.trainer import Trainer, make_optimizer
 
 REPO = Path(__file__).resolve().parents[1]
+
+# Runs `python -m transformer ...` with one test-only change, chosen by environment
+# variables, so that a test can SIGKILL it at a known point (production code has no hooks):
+#   STOP_AFTER_LOG=k      block after metrics.jsonl got the record of update k
+#   STALL_WRITE=name      block halfway through writing the file whose name contains `name`
+WRAPPER = textwrap.dedent('''
+    import builtins, os, sys, time
+    import transformer.checkpoint as checkpoint
+    import transformer.run_folder as run_folder
+    from transformer import cli
+
+    def stall(message):
+        print(message, flush=True)
+        time.sleep(3600)
+
+    class HalfWriter:
+        def __init__(self, f):
+            self.f = f
+        def write(self, data):
+            data = memoryview(data)
+            self.f.write(data[: len(data) // 2])
+            self.f.flush()
+            stall("half of the checkpoint written")
+        def __enter__(self):
+            return self
+        def __exit__(self, *exc):
+            self.f.close()
+        def __getattr__(self, name):
+            return getattr(self.f, name)
+
+    if os.environ.get("STALL_WRITE"):
+        def slow_open(path, mode="r", *args, **kw):
+            f = builtins.open(path, mode, *args, **kw)
+            return HalfWriter(f) if os.environ["STALL_WRITE"] in os.fspath(path) else f
+        checkpoint.open = slow_open           # save_checkpoint's open(), nothing else
+    if os.environ.get("STOP_AFTER_LOG"):
+        stop, log = int(os.environ["STOP_AFTER_LOG"]), run_folder.RunFolder.log
+        def log_then_stop(self, record):
+            log(self, record)
+            if record["step"] == stop and "loss" in record:
+                stall(f"stopped after update {stop}")
+        run_folder.RunFolder.log = log_then_stop
+    cli.main(sys.argv[1:])
+''')
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +81,23 @@ def corpus(shared_data, tmp_path_factory) -> Path:
     return folder
 
 
+@pytest.fixture(scope="module")
+def wrapper(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("wrapper") / "train_until_killed.py"
+    path.write_text(WRAPPER)
+    return path
+
+
+@pytest.fixture
+def one_thread():
+    """In-process training on one thread, as the subprocesses' --threads 1 (a shared
+    2-core machine thrashes with more)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def train_command(corpus, out, updates=30):
     return [sys.executable, "-m", "transformer", "train", "--corpus", str(corpus),
             "--out", str(out), "--vocab-size", "400", "--max-tokens", "600",
@@ -40,15 +108,36 @@ def train_command(corpus, out, updates=30):
             "--model", "n_encoder_layers=1", "--model", "n_decoder_layers=1"]
 
 
-def losses(out: Path) -> dict[int, float]:
-    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    return {r["step"]: r["loss"] for r in records if "loss" in r}
+def records(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+def losses(out: Path) -> list[tuple[int, float]]:
+    """(update, loss) of every training record, in file order: duplicates would show."""
+    return [(r["step"], r["loss"]) for r in records(out) if "loss" in r]
 
 
 def run(cmd, **kw):
     env = {**os.environ, "PYTHONUNBUFFERED": "1", **kw.pop("env", {})}
     return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
                           **kw)
+
+
+def start_and_kill(wrapper, cmd, marker: str, **env):
+    """Run ``cmd`` (a ``python -m transformer`` command) through the wrapper; SIGKILL it
+    once it prints ``marker``."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO), **env}
+    proc = subprocess.Popen([sys.executable, str(wrapper), *cmd[3:]], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stdout:
+            if marker in line:
+                break
+        else:
+            raise AssertionError(f"training ended before {marker!r}: {proc.stderr.read()}")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -59,45 +148,41 @@ def uninterrupted(corpus, tmp_path_factory) -> Path:
     return out
 
 
-def wait_for(predicate, proc, timeout=120):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return
-        if proc.poll() is not None:
-            raise AssertionError(f"training ended early: {proc.stderr.read()}")
-        time.sleep(0.05)
-    raise AssertionError("timed out")
+def test_uninterrupted_log_has_each_update_once(uninterrupted):
+    assert [step for step, _ in losses(uninterrupted)] == list(range(1, 31))
+    assert [r["step"] for r in records(uninterrupted) if r.get("final")] == [30]
 
 
-def test_sigkill_mid_run_then_same_command_resumes_exactly(corpus, uninterrupted, tmp_path):
+def test_sigkill_mid_run_then_same_command_resumes_exactly(corpus, uninterrupted, wrapper,
+                                                           tmp_path):
     out = tmp_path / "killed"
     cmd = train_command(corpus, out)
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    wait_for(lambda: (out / "metrics.jsonl").exists() and max(losses(out), default=0) >= 15, proc)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert [p.name for p in step_checkpoints(out / "checkpoints")][-1] in (
-        "step_0000010.pt", "step_0000020.pt")
+    start_and_kill(wrapper, cmd, "stopped after update 15", STOP_AFTER_LOG="15")
+    assert [p.name for p in step_checkpoints(out / "checkpoints")] == ["step_0000010.pt"]
+    assert [step for step, _ in losses(out)] == list(range(1, 16))   # 11-15 are after it
     result = run(cmd)
     assert result.returncode == 0, result.stderr
-    assert "resumed from" in result.stdout
-    assert losses(out) == losses(uninterrupted)            # every update, bit for bit
-    assert len(losses(out)) == 30
+    assert "resumed from" in result.stdout and "step_0000010.pt" in result.stdout
+    assert losses(out) == losses(uninterrupted)            # every update once, bit for bit
+    assert [r["step"] for r in records(out) if r.get("final")] == [30]
 
 
-def test_sigkill_while_writing_a_checkpoint(corpus, uninterrupted, tmp_path):
+def test_sigkill_before_the_first_checkpoint_starts_afresh(corpus, uninterrupted, wrapper,
+                                                           tmp_path):
+    out = tmp_path / "killed_early"
+    cmd = train_command(corpus, out)
+    start_and_kill(wrapper, cmd, "stopped after update 7", STOP_AFTER_LOG="7")
+    assert not step_checkpoints(out / "checkpoints") and len(losses(out)) == 7
+    result = run(cmd)
+    assert result.returncode == 0, result.stderr
+    assert "resumed from" not in result.stdout
+    assert losses(out) == losses(uninterrupted)     # the dead run's 7 lines are gone
+
+
+def test_sigkill_while_writing_a_checkpoint(corpus, uninterrupted, wrapper, tmp_path):
     out = tmp_path / "killed_in_save"
     cmd = train_command(corpus, out)
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "PYTHONUNBUFFERED": "1",
-                                            "TRANSFORMER_TEST_SAVE_DELAY": "30"})
-    for line in proc.stdout:                        # the save of update 20 is half written
-        if "writing checkpoint step_0000020.pt" in line:
-            break
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    start_and_kill(wrapper, cmd, "half of the checkpoint written", STALL_WRITE="step_0000020")
     ckpts = out / "checkpoints"
     assert [p.name for p in step_checkpoints(ckpts)] == ["step_0000010.pt"]
     assert list(ckpts.glob(".step_0000020.pt.*.tmp")), "the half-written file should be there"
@@ -123,6 +208,7 @@ def test_checkpoints_load_weights_only_and_average(uninterrupted):
     assert disk["averaged_from"] == [str(p) for p in paths]
     model, tokenizer = load_model(uninterrupted / "average.pt")
     assert tokenizer.vocab_size == 400 and not model.training
+    assert isinstance(model, FastTransformer)
 
 
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "empty"])
@@ -134,7 +220,6 @@ def test_corrupt_checkpoint_gives_a_clear_error(uninterrupted, tmp_path, damage)
     with pytest.raises(CheckpointError, match=f"{path}.*corrupt or truncated"):
         load_checkpoint(path)
     result = run([sys.executable, "-m", "transformer", "translate", str(path)], input="Hello\n")
-    assert result.returncode != 0
     assert result.returncode == 2
     assert f"error: checkpoint {path} is corrupt or truncated" in result.stderr
     assert "Traceback" not in result.stderr
@@ -151,22 +236,25 @@ def test_resume_into_a_folder_with_other_settings_is_refused(corpus, uninterrupt
     cmd = train_command(corpus, uninterrupted)
     cmd[cmd.index("--vocab-size") + 1] = "500"
     result = run(cmd)
-    assert result.returncode != 0 and "different settings" in result.stderr
+    assert result.returncode == 2 and "different settings" in result.stderr
+    assert "vocab_size 400 there, 500 now" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_nan_loss_stops_with_clear_message_and_keeps_last_checkpoint(corpus, tmp_path):
+def test_nan_loss_stops_with_clear_message_and_keeps_last_checkpoint(corpus, tmp_path,
+                                                                     one_thread):
     cfg = TrainConfig(out_dir=str(tmp_path / "nan"), corpus=str(corpus), vocab_size=400,
                       max_tokens=600, update_tokens=600, max_updates=40, save_every=5,
                       warmup=20, precision="fp32", eval_bleu_sentences=0, progress=False,
                       model_overrides=dict(d_model=32, d_ff=64, n_heads=2, n_encoder_layers=1,
                                            n_decoder_layers=1))
-    trainer = Trainer(cfg)
+    trainer = Trainer.from_config(cfg)
     original = trainer.train_update
 
     def poisoned(micro, n_tokens):           # a broken batch at update 8
         if trainer.step == 7:
             with torch.no_grad():
-                trainer.model.encoder_layers[0].feed_forward.linear1.weight[0, 0] = float("nan")
+                for parameter in trainer.model.parameters():
+                    parameter.view(-1)[0] = float("nan")
         return original(micro, n_tokens)
 
     trainer.train_update = poisoned
@@ -176,7 +264,72 @@ def test_nan_loss_stops_with_clear_message_and_keeps_last_checkpoint(corpus, tmp
     assert all(torch.isfinite(v).all() for v in state["model"].values() if v.is_floating_point())
 
 
-def test_every_command_has_help():
-    for command in ("train", "translate", "evaluate", "average"):
-        result = run([sys.executable, "-m", "transformer", command, "--help"])
-        assert result.returncode == 0 and "usage:" in result.stdout, command
+# ------------------------------------------------- the update loop, handed its parts
+def tiny_trainer(cfg: TrainConfig, n_pairs=64, seed=0) -> Trainer:
+    """A Trainer built by hand: a 1-layer model, random token pairs, no run folder."""
+    gen = torch.Generator().manual_seed(seed)
+    pairs = [[torch.randint(4, 50, (int(n),), generator=gen).tolist()
+              for n in torch.randint(2, 12, (2,), generator=gen)] for _ in range(n_pairs)]
+    batches = BatchIterator([s for s, _ in pairs], [t for _, t in pairs], cfg.max_tokens,
+                            seed=cfg.seed)
+    model = FastTransformer(ModelConfig.from_preset("small", vocab_size=50, d_model=16,
+                                                    d_ff=32, n_heads=2, n_encoder_layers=1,
+                                                    n_decoder_layers=1))
+    return Trainer(model, make_optimizer(model), batches, cfg=cfg)
+
+
+def test_the_trainer_sets_the_learning_rate_of_equation_3_on_every_update(one_thread):
+    cfg = TrainConfig(max_tokens=64, update_tokens=64, max_updates=12, warmup=5, lr_factor=2.0,
+                      precision="fp32", log_every=1, eval_bleu_sentences=0, progress=False)
+    trainer = tiny_trainer(cfg)
+    used, step = [], trainer.optimizer.step
+
+    def recording_step(*args, **kw):            # the rate Adam actually applies
+        used.append([group["lr"] for group in trainer.optimizer.param_groups])
+        return step(*args, **kw)
+
+    trainer.optimizer.step = recording_step
+    trainer.fit()
+    expected = [noam_lr(k, 16, 5, 2.0) for k in range(1, 13)]   # updates 1, 2, ..., 12
+    assert used == [[lr] for lr in expected]
+    assert [r["lr"] for r in trainer.records if "loss" in r] == expected
+    assert expected[:5] == sorted(expected[:5]) and expected[5:] == sorted(expected[5:])[::-1]
+
+
+def test_a_hand_built_trainer_writes_nothing_without_a_run_folder(tmp_path, monkeypatch,
+                                                                  one_thread):
+    monkeypatch.chdir(tmp_path)
+    cfg = TrainConfig(max_tokens=64, update_tokens=128, max_updates=3, precision="fp32",
+                      eval_bleu_sentences=0, progress=False, log_every=1)
+    trainer = tiny_trainer(cfg)
+    assert trainer.accum == 2
+    result = trainer.fit()
+    assert result["step"] == 3 and [r["step"] for r in trainer.records] == [1, 2, 3, 3]
+    assert not list(tmp_path.iterdir())
+
+
+# ------------------------------------------------------------- metrics on resume
+def write_metrics(folder: RunFolder, lines: list[str]) -> None:
+    folder.path.mkdir(parents=True, exist_ok=True)
+    folder.metrics_file.write_text("".join(lines))
+
+
+def test_resume_keeps_exactly_the_records_up_to_the_checkpoint(tmp_path):
+    folder = RunFolder(tmp_path)
+    line = lambda step, **kw: json.dumps({"step": step, **kw}) + "\n"   # noqa: E731
+    write_metrics(folder, [line(s, loss=1.0) for s in range(1, 8)]
+                  + [line(5, valid_loss=2.0), line(7, valid_loss=2.0, final=True)]
+                  + ['{"step": 8, "lo'])                      # torn by a kill
+    assert [r["step"] for r in folder.records()] == [1, 2, 3, 4, 5, 6, 7, 5, 7]
+    folder.keep_metrics(5)
+    assert folder.records() == [{"step": s, "loss": 1.0} for s in range(1, 6)] + [
+        {"step": 5, "valid_loss": 2.0}]
+    folder.keep_metrics(None)                                     # a fresh start
+    assert folder.records() == []
+
+
+def test_an_unreadable_metrics_line_names_the_file_and_line(tmp_path):
+    folder = RunFolder(tmp_path)
+    write_metrics(folder, ['{"step": 1, "loss": 1.0}\n', "garbage\n", '{"step": 2}\n'])
+    with pytest.raises(TrainingError, match=rf"{folder.metrics_file}: line 2 "):
+        folder.keep_metrics(1)

@@ -187,6 +187,7 @@ class BatchIterator:
         return len(self.batches())
 
     def collate(self, indices: list[int]) -> Batch:
+        """The :class:`Batch` of the sentence pairs ``indices``."""
         return collate([self.src_ids[i] for i in indices], [self.tgt_ids[i] for i in indices],
                        self.pad_id, self.bos_id, self.eos_id)
 

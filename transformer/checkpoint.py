@@ -14,36 +14,29 @@ from __future__ import annotations
 import io
 import os
 import re
-import time
 from pathlib import Path
 
 import torch
 
 
 class CheckpointError(RuntimeError):
-    pass
+    """A checkpoint file is missing, damaged, or not one this package can use (the
+    message names the file)."""
 
 
 STEP_FILE = re.compile(r"^step_(\d+)\.pt$")
 
 
 def save_checkpoint(state: dict, path: str | os.PathLike) -> Path:
+    """Write ``state`` to ``path`` atomically: a temporary file in the same folder, flushed
+    to disk, then renamed into place (a crash never leaves a half-written ``path``)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     buffer = io.BytesIO()
     torch.save(state, buffer)
-    data = buffer.getbuffer()
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    # Test hook: slow writes let a test kill the process in the middle of one.
-    delay = float(os.environ.get("TRANSFORMER_TEST_SAVE_DELAY", "0"))
     with open(tmp, "wb") as f:
-        half = len(data) // 2
-        f.write(data[:half])
-        if delay:
-            f.flush()
-            print(f"writing checkpoint {path.name}", flush=True)
-            time.sleep(delay)
-        f.write(data[half:])
+        f.write(buffer.getbuffer())
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
@@ -57,7 +50,18 @@ def save_checkpoint(state: dict, path: str | os.PathLike) -> Path:
 
 
 def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
+    """The state saved in ``path``, loaded with ``weights_only=True`` (no code runs).
+
+    Raises :class:`CheckpointError` naming the file when it is missing, a folder, damaged,
+    or not a checkpoint of this package.
+    """
     path = Path(path)
+    if path.is_dir():
+        inside = ([p.name for p in (path / "average.pt",) if p.is_file()]
+                  + [f"checkpoints/{p.name}" for p in step_checkpoints(path / "checkpoints")[-1:]]
+                  + [p.name for p in step_checkpoints(path)[-1:]])
+        hint = f"; e.g. {path / inside[0]}" if inside else ""
+        raise CheckpointError(f"{path} is a folder: give a checkpoint file{hint}")
     if not path.is_file():
         raise CheckpointError(f"checkpoint not found: {path}")
     try:
@@ -82,6 +86,8 @@ def step_checkpoints(folder: str | os.PathLike) -> list[Path]:
 
 
 def prune_checkpoints(folder: str | os.PathLike, keep_last: int) -> None:
+    """Delete all but the newest ``keep_last`` step checkpoints, and temporary files that
+    an interrupted save of another process left behind."""
     for path in step_checkpoints(folder)[:-keep_last]:
         path.unlink(missing_ok=True)
     for stray in Path(folder).glob(".*.tmp"):   # left by a crash during a save
@@ -90,25 +96,41 @@ def prune_checkpoints(folder: str | os.PathLike, keep_last: int) -> None:
 
 
 def average_checkpoints(paths: list[str | os.PathLike]) -> dict:
-    """Element-wise mean of the model weights of ``paths``; other entries from the last."""
+    """Element-wise mean of the model weights of ``paths``; other entries from the last.
+
+    Section 6.1. The checkpoints must hold the same model (configuration, parameter names
+    and shapes) and the same tokenizer; else :class:`CheckpointError` names the two files.
+    """
     if not paths:
         raise ValueError("average_checkpoints needs at least one checkpoint")
     states = [load_checkpoint(p) for p in paths]
-    keys = states[-1]["model"].keys()
+    last, ref = paths[-1], states[-1]
+    shapes = {k: tuple(v.shape) for k, v in ref["model"].items()}
     for p, s in zip(paths, states):
-        if s["model"].keys() != keys:
-            raise CheckpointError(f"{p} holds different parameters from {paths[-1]}: "
+        if s["model"].keys() != ref["model"].keys():
+            raise CheckpointError(f"{p} holds different parameters from {last}: "
                                   f"they are not checkpoints of the same model")
+        differ = [k for k, v in s["model"].items() if tuple(v.shape) != shapes[k]]
+        if differ:
+            raise CheckpointError(f"{p} and {last} hold parameters of different shapes "
+                                  f"({differ[0]}: {tuple(s['model'][differ[0]].shape)} vs "
+                                  f"{shapes[differ[0]]}): they are not checkpoints of the "
+                                  f"same model (a different vocabulary or size)")
+        if s.get("model_config", {}).get("vocab_size") != ref.get("model_config", {}).get(
+                "vocab_size") or ("tokenizer" in s and "tokenizer" in ref
+                                  and bytes(s["tokenizer"]) != bytes(ref["tokenizer"])):
+            raise CheckpointError(f"{p} and {last} have different vocabularies: they are "
+                                  f"not checkpoints of the same run")
     averaged = {}
-    for key in keys:
+    for key in ref["model"]:
         tensors = [s["model"][key] for s in states]
         if tensors[0].is_floating_point():
             averaged[key] = (torch.stack([t.double() for t in tensors]).mean(0)
                              .to(tensors[0].dtype))
         else:
             averaged[key] = tensors[-1]
-    result = {k: v for k, v in states[-1].items() if k in ("model_config", "train_config",
-                                                           "tokenizer", "step")}
+    result = {k: v for k, v in ref.items() if k in ("model_config", "train_config",
+                                                     "tokenizer", "step")}
     result["model"] = averaged
     result["averaged_from"] = [str(p) for p in paths]
     return result

@@ -1,116 +1,146 @@
 """Command line: ``python -m transformer train | translate | evaluate | average | demo``.
 
-Examples::
-
-    python -m transformer train --preset small --corpus multi30k-en-de --out runs/small \\
-        --time-limit-min 30
-    echo "A man is riding a bike." | python -m transformer translate runs/small/average.pt
-    python -m transformer evaluate runs/small/average.pt --corpus multi30k-en-de --split test
-    python -m transformer average runs/small/checkpoints/step_*.pt --out avg.pt
-    torchrun --nproc_per_node 8 -m transformer train --preset base --corpus wmt14 ...
+The options of ``train`` are generated from the fields of
+:class:`~transformer.train_config.TrainConfig` (name, type, default, help, choices and
+bounds from each field's metadata), and :func:`train_command` writes the command that
+reproduces a configuration. Errors in the user's input or files end the program with one
+line naming the file or option (exit status 2), not a traceback.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
 import sys
 import time
+import typing
 
-from .config import PRESETS
+DESCRIPTION = """\
+Train, run and score the Transformer of "Attention Is All You Need" (English-German).
+
+examples:
+  python -m transformer train --preset small --corpus multi30k-en-de --out runs/small --time-limit-min 30
+  echo "A man is riding a bike." | python -m transformer translate runs/small/average.pt
+  python -m transformer evaluate runs/small/average.pt --corpus multi30k-en-de --split test
+  python -m transformer average runs/small/checkpoints --last 5 --out runs/small/avg5.pt
+  torchrun --nproc_per_node 8 -m transformer train --preset base --corpus wmt14 --out runs/base
+
+Each command has --help.
+"""
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Appends ``(default: ...)`` to every option's help unless the help already says
+    its default, the option is required, or its default is ``None`` (then the help says
+    what happens without it)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if ("%(default)" in text or "default:" in text or action.required
+                or not action.option_strings or action.default in (None, argparse.SUPPRESS)):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+class _DescribedHelpFormatter(argparse.RawDescriptionHelpFormatter, HelpFormatter):
+    """:class:`HelpFormatter` that keeps the description's line breaks (the examples)."""
+
+
+def _bounded(kind, low=None, high=None):
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {kind.__name__}, got {text!r}") from None
+        if low is not None and value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {text}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"must be <= {high}, got {text}")
+        return value
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def _override(text: str) -> tuple[str, object]:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"expected FIELD=VALUE, got {text!r}")
+    key, value = text.split("=", 1)
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
+class _Overrides(argparse.Action):
+    """``--model FIELD=VALUE``, repeatable, collected into a dict."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        setattr(namespace, self.dest, {**(getattr(namespace, self.dest) or {}), value[0]: value[1]})
+
+
+def _train_fields():
+    from .train_config import TrainConfig
+    hints = typing.get_type_hints(TrainConfig)
+    return TrainConfig, [(f, hints[f.name]) for f in dataclasses.fields(TrainConfig)]
 
 
 def _add_train(sub):
-    from .trainer import TrainConfig
-    d = TrainConfig()
+    from .train_config import flag
+    TrainConfig, fields = _train_fields()
+    defaults = TrainConfig()
     p = sub.add_parser("train", help="train a model (resumes when --out holds a run)",
-                       description="Train an English-German Transformer. Running the same "
-                       "command again resumes from the newest complete checkpoint.")
-    p.add_argument("--preset", choices=sorted(PRESETS), default=d.preset,
-                   help="model size: small (CPU), base or big (Table 3)")
-    p.add_argument("--corpus", default=d.corpus,
-                   help="folder under the data dir (multi30k-en-de, tatoeba-en-de) or a path "
-                        "holding {train,valid,test}.{src,tgt}[.gz]")
-    p.add_argument("--direction", default=d.direction, choices=["en-de", "de-en"])
-    p.add_argument("--data-root", default=None, help="data dir (default $TRANSFORMER_DATA)")
-    p.add_argument("--out", default=d.out_dir, help="run folder (checkpoints, logs, vocabulary)")
-    p.add_argument("--vocab-size", type=int, default=d.vocab_size)
-    p.add_argument("--max-tokens", type=int, default=d.max_tokens, help="tokens per micro-batch")
-    p.add_argument("--update-tokens", type=int, default=d.update_tokens,
-                   help="target tokens per update (gradient accumulation; paper: 25000)")
-    p.add_argument("--max-updates", type=int, default=0)
-    p.add_argument("--max-epochs", type=int, default=0)
-    p.add_argument("--time-limit-min", type=float, default=0.0,
-                   help="stop after this many minutes of training")
-    p.add_argument("--warmup", type=int, default=d.warmup)
-    p.add_argument("--lr-factor", type=float, default=d.lr_factor)
-    p.add_argument("--label-smoothing", type=float, default=d.label_smoothing)
-    p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--precision", default=d.precision, choices=["auto", "fp32", "bf16", "fp16"])
-    p.add_argument("--compile", action="store_true", help="torch.compile the model")
-    p.add_argument("--threads", type=int, default=0)
-    p.add_argument("--eval-every", type=int, default=0)
-    p.add_argument("--eval-bleu-sentences", type=int, default=d.eval_bleu_sentences)
-    p.add_argument("--save-every", type=int, default=d.save_every)
-    p.add_argument("--keep-last", type=int, default=d.keep_last)
-    p.add_argument("--log-every", type=int, default=d.log_every)
-    p.add_argument("--max-len", type=int, default=d.max_len,
-                   help="skip training pairs longer than this many tokens")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--model", action="append", default=[], metavar="FIELD=VALUE",
-                   help="override a ModelConfig field, e.g. --model norm_position=pre")
-    p.add_argument("--no-progress", action="store_true")
+                       formatter_class=HelpFormatter,
+                       description="Train an English-German Transformer (section 5). Running "
+                       "the same command again resumes from the newest complete checkpoint.")
+    for f, hint in fields:
+        meta, default = f.metadata, getattr(defaults, f.name)
+        kind = next((t for t in typing.get_args(hint) if t is not type(None)), hint)
+        kw = dict(dest=f.name, help=meta["help"].replace("%", "%%"))
+        if kind is bool:
+            kw.update(action=argparse.BooleanOptionalAction, default=default)
+        elif kind is dict:
+            kw.update(action=_Overrides, type=_override, default=None, metavar="FIELD=VALUE",
+                      help=kw["help"] + " (default: none)")
+        else:
+            kw.update(default=default, type=_bounded(kind, meta.get("min"), meta.get("max")))
+            if "choices" in meta:
+                kw["choices"] = meta["choices"]
+            else:
+                kw["metavar"] = (kind.__name__.upper() if kind in (int, float)
+                                 else flag(f)[2:].upper().replace("-", "_"))
+        p.add_argument(flag(f), **kw)
 
 
 def train_command(cfg, out: str | None = None) -> list[str]:
-    """The ``python -m transformer train`` arguments that reproduce TrainConfig ``cfg``."""
-    import dataclasses
-    from .trainer import TrainConfig
-    default = TrainConfig()
-    args = ["python", "-m", "transformer", "train", "--out", out or cfg.out_dir]
-    for f in dataclasses.fields(cfg):
+    """The ``python -m transformer train`` arguments that reproduce TrainConfig ``cfg``
+    (``--out`` is ``out`` when given); fields at their default are left out."""
+    from .train_config import flag
+    TrainConfig, fields = _train_fields()
+    defaults = TrainConfig()
+    args = ["python", "-m", "transformer", "train", "--out", str(out or cfg.out_dir)]
+    for f, _ in fields:
         value = getattr(cfg, f.name)
-        if f.name == "out_dir" or value == getattr(default, f.name):
+        if f.name == "out_dir" or value == getattr(defaults, f.name):
             continue
-        if f.name == "model_overrides":
-            args += [a for k, v in value.items() for a in ("--model", f"{k}={json.dumps(v)}")]
-        elif f.name == "progress":
-            args.append("--no-progress")
-        elif f.name == "compile":
-            args.append("--compile")
-        else:
-            args += ["--" + f.name.replace("_", "-"), str(value)]
+        name = flag(f)
+        if isinstance(value, bool):
+            args.append(name if value else "--no-" + name[2:])
+        elif isinstance(value, dict):
+            args += [a for k, v in value.items() for a in (name, f"{k}={json.dumps(v)}")]
+        elif value is not None:
+            args += [name, str(value)]
     return args
 
 
-def _model_overrides(pairs):
-    out = {}
-    for pair in pairs:
-        if "=" not in pair:
-            raise SystemExit(f"--model expects FIELD=VALUE, got {pair!r}")
-        key, value = pair.split("=", 1)
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
-
-
 def cmd_train(args):
-    from .trainer import TrainConfig, Trainer
-    cfg = TrainConfig(out_dir=args.out, corpus=args.corpus, direction=args.direction,
-                      data_root=args.data_root, preset=args.preset,
-                      model_overrides=_model_overrides(args.model), vocab_size=args.vocab_size,
-                      max_tokens=args.max_tokens, update_tokens=args.update_tokens,
-                      max_updates=args.max_updates, max_epochs=args.max_epochs,
-                      time_limit_min=args.time_limit_min, warmup=args.warmup,
-                      lr_factor=args.lr_factor, label_smoothing=args.label_smoothing,
-                      seed=args.seed, precision=args.precision, compile=args.compile,
-                      threads=args.threads, eval_every=args.eval_every,
-                      eval_bleu_sentences=args.eval_bleu_sentences, save_every=args.save_every,
-                      keep_last=args.keep_last, log_every=args.log_every, device=args.device,
-                      max_len=args.max_len,
-                      progress=not args.no_progress)
-    trainer = Trainer(cfg)
+    """``train``: build the TrainConfig from the options, train (or resume), print the result."""
+    from .trainer import Trainer
+    TrainConfig, fields = _train_fields()
+    values = {f.name: getattr(args, f.name) for f, _ in fields}
+    values["model_overrides"] = values["model_overrides"] or {}
+    cfg = TrainConfig(**values)
+    trainer = Trainer.from_config(cfg)
     if trainer.dist.main:
         print(f"model: {trainer.model_cfg.extra.get('preset')} "
               f"{trainer.model.num_parameters():,} parameters, precision {trainer.precision}, "
@@ -125,40 +155,68 @@ def cmd_train(args):
 
 def _decode_args(p):
     p.add_argument("checkpoint", help="a checkpoint file (e.g. run/average.pt)")
-    p.add_argument("--beam", type=int, default=4, help="beam size (1 = greedy)")
-    p.add_argument("--alpha", type=float, default=0.6, help="length penalty")
-    p.add_argument("--max-extra", type=int, default=50, help="output length limit: source + this")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--beam", type=_bounded(int, 1), default=4, help="beam size (1 = greedy)")
+    p.add_argument("--alpha", type=_bounded(float, 0.0), default=0.6,
+                   help="length penalty exponent (section 6.1)")
+    p.add_argument("--max-extra", type=_bounded(int, 0), default=50,
+                   help="output length limit: source length + this")
+    p.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda")
+    p.add_argument("--threads", type=_bounded(int, 0), default=0,
+                   help="torch CPU threads (0: torch's default)")
 
 
 def _load(args):
     import torch
-    from .trainer import load_model, resolve_device
+    from .inference import load_model, resolve_device
+    device = resolve_device(args.device)
     if args.threads:
         torch.set_num_threads(args.threads)
-    return load_model(args.checkpoint, resolve_device(args.device))
+    return load_model(args.checkpoint, device)
+
+
+def read_sentences(path: str | None) -> list[str]:
+    """The lines of ``path`` (stdin when ``None``), one sentence each; bytes that are not
+    UTF-8 raise ``ValueError`` naming the file (or ``<stdin>``) and the line."""
+    name = path or "<stdin>"
+    try:
+        source = open(path, "rb") if path else contextlib.nullcontext(sys.stdin.buffer)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"input file not found: {path}") from None
+    except IsADirectoryError:
+        raise ValueError(f"--input {path} is a folder, not a file") from None
+    lines = []
+    with source as f:
+        for number, raw in enumerate(f, start=1):
+            try:
+                lines.append(raw.decode("utf-8").rstrip("\r\n"))
+            except UnicodeDecodeError as e:
+                raise ValueError(f"{name}: line {number} is not valid UTF-8 ({e.reason} at "
+                                 f"byte {e.start})") from None
+    return lines
 
 
 def cmd_translate(args):
+    """``translate``: decode each input line with beam search (section 6.1)."""
     from .decoding import translate
     model, tokenizer = _load(args)
-    source = open(args.input, encoding="utf-8") if args.input else sys.stdin
-    lines = [line.rstrip("\n") for line in source]
+    lines = read_sentences(args.input)
     outputs = translate(model, tokenizer, lines, beam_size=args.beam, alpha=args.alpha,
                         max_extra=args.max_extra, device=next(model.parameters()).device)
     sink = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
     for line in outputs:
         sink.write(line + "\n")
     sink.flush()
+    if args.output:
+        sink.close()
 
 
 def cmd_evaluate(args):
+    """``evaluate``: translate a corpus split and score it with sacrebleu BLEU and chrF."""
     from .data import load_corpus
     from .decoding import translate
     from .evaluate import format_score, score
-    model, tokenizer = _load(args)
     corpus = load_corpus(args.corpus, args.split, args.direction, args.data_root)
+    model, tokenizer = _load(args)
     src, ref = corpus.src[:args.limit or None], corpus.tgt[:args.limit or None]
     start = time.perf_counter()
     hyps = translate(model, tokenizer, src, beam_size=args.beam, alpha=args.alpha,
@@ -174,11 +232,14 @@ def cmd_evaluate(args):
 
 
 def cmd_average(args):
+    """``average``: the element-wise mean of checkpoints (section 6.1) into ``--out``."""
     from pathlib import Path
     from .checkpoint import average_checkpoints, save_checkpoint, step_checkpoints
     paths = list(args.checkpoints)
     if len(paths) == 1 and Path(paths[0]).is_dir():
         paths = step_checkpoints(paths[0])
+        if not paths:
+            raise FileNotFoundError(f"no step_*.pt checkpoints in {args.checkpoints[0]}")
     paths = paths[-args.last:] if args.last else paths
     save_checkpoint(average_checkpoints(paths), args.out)
     print(f"averaged {len(paths)} checkpoints into {args.out}")
@@ -186,9 +247,10 @@ def cmd_average(args):
 
 def cmd_demo(args):
     """A few training steps of a tiny model on real data: shapes and falling losses."""
-    import torch
-    from .trainer import TrainConfig, Trainer
     import tempfile
+    import torch
+    from .train_config import TrainConfig
+    from .trainer import Trainer
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as out:
         cfg = TrainConfig(out_dir=out, corpus="multi30k-en-de", vocab_size=1000,
@@ -197,7 +259,7 @@ def cmd_demo(args):
                           max_tokens=1024, update_tokens=1024, max_updates=args.steps,
                           warmup=20, log_every=5, eval_bleu_sentences=0, progress=False,
                           save_every=10**9)
-        trainer = Trainer(cfg)
+        trainer = Trainer.from_config(cfg)
         batch = next(iter(trainer.train_iter))
         print(f"batch: src {tuple(batch.src.shape)}, tgt_in {tuple(batch.tgt_in.shape)}, "
               f"logits {tuple(trainer.model(batch.src, batch.tgt_in).shape)}")
@@ -207,33 +269,50 @@ def cmd_demo(args):
         print(json.dumps(result))
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m transformer", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m transformer`` with its five subcommands."""
+    parser = argparse.ArgumentParser(prog="python -m transformer", description=DESCRIPTION,
+                                     formatter_class=_DescribedHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_train(sub)
-    p = sub.add_parser("translate", help="translate stdin or a file, one sentence per line")
+    p = sub.add_parser("translate", help="translate stdin or a file, one sentence per line",
+                       formatter_class=HelpFormatter)
     _decode_args(p)
-    p.add_argument("--input", help="input file (default stdin)")
-    p.add_argument("--output", help="output file (default stdout)")
-    p = sub.add_parser("evaluate", help="sacrebleu BLEU and chrF on a corpus split")
+    p.add_argument("--input", help="input file, UTF-8, one sentence per line (default: stdin)")
+    p.add_argument("--output", help="output file (default: stdout)")
+    p = sub.add_parser("evaluate", help="sacrebleu BLEU and chrF on a corpus split",
+                       formatter_class=HelpFormatter)
     _decode_args(p)
-    p.add_argument("--corpus", default="multi30k-en-de")
-    p.add_argument("--split", default="test")
-    p.add_argument("--direction", default="en-de", choices=["en-de", "de-en"])
-    p.add_argument("--data-root", default=None)
-    p.add_argument("--limit", type=int, default=0, help="first N sentences only")
-    p.add_argument("--hypotheses", help="write the translations to this file")
-    p = sub.add_parser("average", help="average checkpoints (section 6.1)")
+    p.add_argument("--corpus", default="multi30k-en-de",
+                   help="a folder under the data dir, a path to one, or wmt14")
+    p.add_argument("--split", default="test", help="train, valid or test")
+    p.add_argument("--direction", default="en-de", choices=["en-de", "de-en"],
+                   help="translation direction")
+    p.add_argument("--data-root", default=None,
+                   help="the data dir (default: $TRANSFORMER_DATA, else ../shared/data beside "
+                        "this checkout, else ~/.cache/transformer/data)")
+    p.add_argument("--limit", type=_bounded(int, 0), default=0,
+                   help="score the first N sentences only (0: all)")
+    p.add_argument("--hypotheses", help="write the translations to this file "
+                                        "(default: not written)")
+    p = sub.add_parser("average", help="average checkpoints (section 6.1)",
+                       formatter_class=HelpFormatter)
     p.add_argument("checkpoints", nargs="+", help="checkpoint files, or one checkpoints folder")
-    p.add_argument("--last", type=int, default=0, help="only the last N")
-    p.add_argument("--out", required=True)
-    p = sub.add_parser("demo", help="train a tiny model a few steps on Multi30k")
-    p.add_argument("--steps", type=int, default=30)
-    p.add_argument("--threads", type=int, default=2)
-    args = parser.parse_args(argv)
+    p.add_argument("--last", type=_bounded(int, 0), default=0,
+                   help="only the last N (0: all)")
+    p.add_argument("--out", required=True, help="the averaged checkpoint to write (required)")
+    p = sub.add_parser("demo", help="train a tiny model a few steps on Multi30k",
+                       formatter_class=HelpFormatter)
+    p.add_argument("--steps", type=_bounded(int, 1), default=30, help="updates to train")
+    p.add_argument("--threads", type=_bounded(int, 1), default=2, help="torch CPU threads")
+    return parser
+
+
+def main(argv=None):
+    """Run ``python -m transformer`` with ``argv`` (default: ``sys.argv[1:]``)."""
+    args = build_parser().parse_args(argv)
     from .checkpoint import CheckpointError
-    from .trainer import TrainingError
+    from .train_config import TrainingError
     command = {"train": cmd_train, "translate": cmd_translate, "evaluate": cmd_evaluate,
                "average": cmd_average, "demo": cmd_demo}[args.command]
     try:

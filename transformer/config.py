@@ -17,6 +17,9 @@ PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
 
 @dataclass
 class ModelConfig:
+    """The model's hyper-parameters (Table 3's columns); presets: :meth:`base`, :meth:`big`,
+    :meth:`small`. Every value is checked on construction (:meth:`validate`)."""
+
     vocab_size: int = 8000               # source vocabulary (and target when shared)
     tgt_vocab_size: int | None = None    # None: the target shares the source vocabulary
     d_model: int = 512
@@ -51,6 +54,7 @@ class ModelConfig:
 
     # ------------------------------------------------------------------ checks
     def validate(self) -> None:
+        """Raise ``ValueError`` naming the first field whose value cannot work."""
         positive = ("vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_k", "d_v",
                     "d_ff", "n_encoder_layers", "n_decoder_layers", "max_len")
         for name in positive:
@@ -99,6 +103,7 @@ class ModelConfig:
 
     @classmethod
     def from_preset(cls, name: str, **overrides) -> "ModelConfig":
+        """The preset ``name`` ("small", "base" or "big") with fields overridden."""
         return cls._preset(name, overrides)
 
     @classmethod
@@ -115,10 +120,12 @@ class ModelConfig:
         return cls(**values)
 
     def to_dict(self) -> dict:
+        """Plain values, as stored in checkpoints."""
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, values: dict) -> "ModelConfig":
+        """The inverse of :meth:`to_dict`; unknown keys (from other versions) are ignored."""
         fields = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in fields})
 

@@ -6,8 +6,9 @@ A corpus split is two aligned line files, ``{split}.src(.gz)`` (English) and
     data_dir()/multi30k-en-de/{train,valid,test}.{src,tgt}.gz
     data_dir()/tatoeba-en-de/...
 
-``data_dir()`` is the ``TRANSFORMER_DATA`` environment variable, else
-``~/.cache/transformer/data``. Every reader fails loudly: a line-count mismatch, an
+``data_dir()`` is the ``TRANSFORMER_DATA`` environment variable, else ``../shared/data``
+beside this repository's checkout when that folder exists (the offline machines' layout),
+else ``~/.cache/transformer/data``. Every reader fails loudly: a line-count mismatch, an
 undecodable byte or a missing file raises with the file, the line and the counts, never
 a silently misaligned corpus.
 """
@@ -58,13 +59,33 @@ class ParallelCorpus:
         return ParallelCorpus(self.tgt, self.src, self.dropped_empty, self.name)
 
 
+# ../shared/data beside the checkout (this file is <checkout>/transformer/data.py)
+CHECKOUT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
 def data_dir(path: str | os.PathLike | None = None) -> Path:
-    """The data root: ``path``, else ``$TRANSFORMER_DATA``, else ``~/.cache/transformer/data``."""
+    """The data root: ``path``, else ``$TRANSFORMER_DATA``, else ``../shared/data`` beside
+    the repository checkout when it exists, else ``~/.cache/transformer/data``."""
     if path is not None:
         return Path(path).expanduser()
     if os.environ.get("TRANSFORMER_DATA"):
         return Path(os.environ["TRANSFORMER_DATA"]).expanduser()
+    if CHECKOUT_DATA.is_dir():
+        return CHECKOUT_DATA
     return Path.home() / ".cache" / "transformer" / "data"
+
+
+def is_corpus_path(name: str | os.PathLike) -> bool:
+    """Whether a corpus ``name`` is a path (a ``Path``, or a string with a ``/`` or ``~``)
+    rather than a folder name under :func:`data_dir`."""
+    return isinstance(name, os.PathLike) or os.sep in name or name.startswith("~")
+
+
+def corpus_folder(name: str | os.PathLike, root: str | os.PathLike | None = None) -> Path:
+    """The folder that corpus ``name`` names (see :func:`load_corpus`), made absolute, so
+    that ``dir``, ``dir/``, ``./dir`` and its absolute path compare equal."""
+    folder = Path(name).expanduser() if is_corpus_path(name) else data_dir(root) / name
+    return folder.resolve()
 
 
 # --------------------------------------------------------------------------- reading
@@ -141,8 +162,7 @@ def load_corpus(name: str | os.PathLike, split: str, direction: str = "en-de",
     split = _SPLIT_ALIASES.get(split, split)
     if str(name) == "wmt14":
         return load_wmt14(split, direction)
-    is_path = isinstance(name, os.PathLike) or os.sep in name or name.startswith("~")
-    folder = Path(name).expanduser() if is_path else data_dir(root) / name
+    folder = Path(name).expanduser() if is_corpus_path(name) else data_dir(root) / name
     src, src_tried = _find(folder, f"{split}.src")
     tgt, tgt_tried = _find(folder, f"{split}.tgt")
     if src is None or tgt is None:

@@ -17,11 +17,15 @@ Conventions shared by both searches:
   ``max_len_b = min(n_b + max_extra, cfg.max_len - 1)`` tokens, ``n_b`` being its number
   of non-pad source tokens; the ``- 1`` keeps the decoder inside its positional table
   (BOS plus ``max_len_b`` tokens plus the forced EOS).
-* Outputs are lists of token ids without BOS and EOS. PAD and BOS are never generated.
+* Outputs are lists of token ids without BOS and EOS. PAD and BOS are never generated,
+  and neither is EOS as the first token: every output holds at least one token (a
+  minimum length of 1, as fairseq's and Hugging Face's generators allow).
 * Both searches run in ``torch.inference_mode()`` with the model in eval mode (its mode
-  is restored afterwards), decode with a :class:`KVCache` unless ``use_cache=False``
-  (which recomputes the whole prefix each step, for the benchmark and the tests), and
-  drop finished sentences from the batch as they finish.
+  is restored afterwards) and drop finished sentences from the batch as they finish.
+  A :class:`~transformer.fast.FastTransformer` decodes with a
+  :class:`~transformer.fast.KVCache` (one new position per step) unless
+  ``use_cache=False``; the plain :class:`~transformer.model.Transformer` recomputes the
+  whole prefix each step (the same numbers, tests/test_decoding.py).
 
 Beam search stopping rule (``stopping``):
 
@@ -46,7 +50,8 @@ from typing import Sequence
 
 import torch
 
-from .attention import KVCache
+from .fast.kv_cache import KVCache
+from .validation import check_tokens
 
 __all__ = ["greedy_decode", "beam_search", "translate", "length_penalty", "sequence_scores",
            "build_source_batch"]
@@ -77,20 +82,18 @@ def _device(model) -> torch.device | None:
 
 
 def _check_src(model, src) -> torch.Tensor:
-    if not isinstance(src, torch.Tensor):
-        raise TypeError(f"src must be a (batch, length) torch.Tensor of token ids, "
-                        f"got {type(src).__name__}")
-    if src.dim() != 2:
-        raise ValueError(f"src must have shape (batch, length), got shape {tuple(src.shape)}")
-    if src.dtype.is_floating_point or src.dtype == torch.bool:
-        raise TypeError(f"src must hold integer token ids, got dtype {src.dtype}")
-    lengths = (src != model.cfg.pad_id).sum(1)
-    if src.size(0) and bool((lengths == 0).any()):
-        bad = int((lengths == 0).nonzero()[0])
-        raise ValueError(f"src row {bad} holds only padding: every source needs at least one "
-                         f"token (the batching convention appends EOS)")
+    check_tokens(model.cfg, src)                  # the model's own rules (transformer.validation)
     device = _device(model)
     return src.long() if device is None else src.long().to(device)
+
+
+def _cache(model, use_cache: bool | None) -> KVCache | None:
+    """A new KV cache when the model can use one (and ``use_cache`` is not False)."""
+    can_cache = hasattr(model, "decode_rows")     # the fast form (transformer.fast)
+    if use_cache and not can_cache:
+        raise ValueError(f"use_cache=True needs the fast form: {type(model).__name__} recomputes "
+                         f"the prefix (use transformer.fast_form(model))")
+    return KVCache() if can_cache and use_cache is not False else None
 
 
 def _check_max_extra(max_extra) -> None:
@@ -109,14 +112,17 @@ def _banned_tokens(cfg) -> list[int]:
 
 
 def _next_log_probs(model, prefix, memory, src_mask, cache, banned):
-    """Log-probabilities (rows, V) of the token after ``prefix`` (rows, t)."""
+    """Log-probabilities (rows, V) of the token after ``prefix`` (rows, t); ``banned``
+    tokens get -inf (EOS too while the prefix holds no output token yet)."""
     if cache is not None:
-        states = model.decode_states(prefix[:, -1:], memory, src_mask, cache)
+        states = model.decode(prefix[:, -1:], memory, src_mask, cache)
     else:  # recompute the whole prefix, project only the last position
-        states = model.decode_states(prefix, memory, src_mask)[:, -1:]
+        states = model.decode(prefix, memory, src_mask)[:, -1:]
     logits = model.project(states)[:, -1]
     logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
     log_probs = logits.log_softmax(-1)
+    if prefix.size(1) == 1:                       # minimum output length 1
+        banned = banned + [model.cfg.eos_id]
     if banned:
         log_probs[:, banned] = float("-inf")
     return log_probs
@@ -128,7 +134,7 @@ def _select_rows(src_mask, index):
 
 # ------------------------------------------------------------------------ greedy
 def greedy_decode(model, src: torch.Tensor, max_extra: int = 50,
-                  use_cache: bool = True) -> list[list[int]]:
+                  use_cache: bool | None = None) -> list[list[int]]:
     """Most probable token at each step; batched; returns ids without BOS/EOS."""
     _check_max_extra(max_extra)
     cfg = model.cfg
@@ -143,35 +149,36 @@ def greedy_decode(model, src: torch.Tensor, max_extra: int = 50,
         banned = _banned_tokens(cfg)
         results: list[list[int]] = [[] for _ in range(B)]
 
-        rows = (max_len > 0).nonzero().flatten()          # active sentence ids
-        if rows.numel() < B:
-            memory, src_mask = memory.index_select(0, rows), _select_rows(src_mask, rows)
-        prefix = torch.full((rows.numel(), 1), cfg.bos_id, dtype=torch.long, device=src.device)
-        cache = KVCache() if use_cache else None
+        active = (max_len > 0).nonzero().flatten()          # active sentence ids
+        if active.numel() < B:
+            memory, src_mask = memory.index_select(0, active), _select_rows(src_mask, active)
+        prefix = torch.full((active.numel(), 1), cfg.bos_id, dtype=torch.long, device=src.device)
+        cache = _cache(model, use_cache)
         t = 0
-        while rows.numel():
+        while active.numel():
             log_probs = _next_log_probs(model, prefix, memory, src_mask, cache, banned)
-            token = log_probs.argmax(-1)                                   # (rows,)
+            token = log_probs.argmax(-1)                                   # (active,)
             prefix = torch.cat([prefix, token[:, None]], dim=1)
             t += 1
-            done = (token == cfg.eos_id) | (t >= max_len.index_select(0, rows))
+            done = (token == cfg.eos_id) | (t >= max_len.index_select(0, active))
             if bool(done.any()):
                 for r in done.nonzero().flatten().tolist():
                     out = prefix[r, 1:].tolist()
                     if out and out[-1] == cfg.eos_id:
                         out.pop()
-                    results[int(rows[r])] = out
-                keep = (~done).nonzero().flatten()
-                rows, prefix, memory = rows[keep], prefix[keep], memory.index_select(0, keep)
-                src_mask = _select_rows(src_mask, keep)
+                    results[int(active[r])] = out
+                remaining = (~done).nonzero().flatten()
+                active, prefix = active[remaining], prefix[remaining]
+                memory = memory.index_select(0, remaining)
+                src_mask = _select_rows(src_mask, remaining)
                 if cache is not None:
-                    cache.reorder(keep)
+                    cache.reorder(remaining)
         return results
 
 
 # ------------------------------------------------------------------------- beam
 def beam_search(model, src: torch.Tensor, beam_size: int = 4, alpha: float = 0.6,
-                max_extra: int = 50, use_cache: bool = True,
+                max_extra: int = 50, use_cache: bool | None = None,
                 stopping: str = "count") -> list[list[int]]:
     """Batched beam search with the GNMT length penalty; returns each sentence's best
     hypothesis (ids without BOS/EOS). See the module docstring for ``stopping``."""
@@ -206,7 +213,7 @@ def beam_search(model, src: torch.Tensor, beam_size: int = 4, alpha: float = 0.6
         scores = torch.full((B, k), float("-inf"), dtype=torch.float64, device=device)
         scores[:, 0] = 0.0                      # all beams start equal: expand only one
         prefix = torch.full((B * k, 1), cfg.bos_id, dtype=torch.long, device=device)
-        cache = KVCache() if use_cache else None
+        cache = _cache(model, use_cache)
         beam_offsets = torch.arange(k, device=device)
         t = 0                                   # tokens generated so far (BOS excluded)
         while sent.numel():
@@ -250,15 +257,16 @@ def beam_search(model, src: torch.Tensor, beam_size: int = 4, alpha: float = 0.6
                 best_possible = scores[:, 0] / lp_max       # scores are sorted, col 0 best
                 done = at_limit | ((best_fin >= best_possible) & torch.isfinite(best_fin))
 
-            keep = (~done).nonzero().flatten()
-            rows = (keep[:, None] * k + origin.index_select(0, keep)).flatten()  # reorder+drop
+            remaining = (~done).nonzero().flatten()
+            # reorder and drop: the rows the surviving hypotheses came from
+            rows = (remaining[:, None] * k + origin.index_select(0, remaining)).flatten()
             prefix = torch.cat([prefix.index_select(0, rows),
-                                token.index_select(0, keep).flatten()[:, None]], dim=1)
-            if keep.numel() < n:
-                sent_rows = (keep[:, None] * k + beam_offsets).flatten()
+                                token.index_select(0, remaining).flatten()[:, None]], dim=1)
+            if remaining.numel() < n:
+                sent_rows = (remaining[:, None] * k + beam_offsets).flatten()
                 memory = memory.index_select(0, sent_rows)
                 src_mask = _select_rows(src_mask, sent_rows)
-            scores, sent = scores.index_select(0, keep), sent.index_select(0, keep)
+            scores, sent = scores.index_select(0, remaining), sent.index_select(0, remaining)
             if cache is not None:
                 cache.reorder(rows)
 

@@ -11,6 +11,7 @@ import torch
 
 
 def noam_lr(step: int, d_model: int, warmup: int = 4000, factor: float = 1.0) -> float:
+    """Equation (3) at ``step`` (counted from 1), times ``factor``."""
     if step < 1:
         raise ValueError(f"noam_lr counts steps from 1, got step={step}")
     if d_model <= 0 or warmup <= 0:

@@ -124,6 +124,7 @@ class Tokenizer:
         return self.sp.encode(text, out_type=int)
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        """:meth:`encode` of every text."""
         return self.sp.encode(list(texts), out_type=int)
 
     def decode(self, ids: Sequence[int]) -> str:
@@ -133,6 +134,7 @@ class Tokenizer:
         return self.sp.decode([int(i) for i in ids if i not in self._specials])
 
     def decode_batch(self, batch: Sequence[Sequence[int]]) -> list[str]:
+        """:meth:`decode` of every id list (or of the rows of a 2-d tensor)."""
         if hasattr(batch, "tolist"):
             batch = batch.tolist()
         return [self.decode(ids) for ids in batch]
@@ -142,6 +144,7 @@ class Tokenizer:
         return self.sp.encode(text, out_type=str)
 
     def id_to_piece(self, token_id: int) -> str:
+        """The subword piece of one id (``"<pad>"``, ``"▁Ein"``, ...)."""
         return self.sp.id_to_piece(int(token_id))
 
     def __repr__(self) -> str:

@@ -1,104 +1,47 @@
-"""Section 5: training.
+"""Section 5: the training loop.
 
 Adam with beta1=0.9, beta2=0.98, eps=1e-9 (5.3), the warm-up schedule of equation (3),
 label smoothing 0.1 and residual dropout (5.4), batches of about ``update_tokens``
 target tokens built by length bucketing and gradient accumulation (5.1). The same
 entry point runs on one CPU, one GPU, or several GPUs under ``torchrun``
-(DistributedDataParallel, one process per GPU).
+(DistributedDataParallel, one process per GPU; :mod:`transformer.distributed`).
 
-A run lives in one folder::
-
-    run/spm.model          shared BPE vocabulary (trained on the training split)
-    run/run.json           the model and training configuration
-    run/checkpoints/       step_<update>.pt, the last ``keep_last`` kept
-    run/metrics.jsonl      one JSON object per logged update / evaluation
-    run/average.pt         mean of the last checkpoints (written at the end)
-
-Running the same command again resumes from the newest complete checkpoint; on CPU
-with the same seed the losses then equal those of an uninterrupted run.
+:class:`Trainer` is the update loop: hand it a model, an optimizer and batch iterators
+(and, to keep checkpoints and metrics, a :class:`~transformer.run_folder.RunFolder`).
+:meth:`Trainer.from_config` builds all of that from a :class:`TrainConfig`, as
+``python -m transformer train`` does: it reads the corpus, trains the BPE vocabulary,
+creates or checks the run folder and resumes from its newest complete checkpoint; on
+CPU with the same seed the losses then equal those of an uninterrupted run.
 """
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import math
-import os
 import random
+import tempfile
 import time
-import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-import torch.distributed as dist
 
 from .batching import BatchIterator
-from .checkpoint import (CheckpointError, average_checkpoints, load_checkpoint,
-                         prune_checkpoints, save_checkpoint, step_checkpoints)
-from .config import ModelConfig
-from .data import load_corpus
-from .loss import LabelSmoothingLoss
-from .model import Transformer
+from .data import ParallelCorpus, corpus_folder, load_corpus
+from .distributed import Distributed
+from .fast import FastLabelSmoothingLoss, FastTransformer, SequenceLoss
+from .run_folder import RunFolder, run_identity
 from .schedule import noam_lr
 from .tokenizer import Tokenizer
+from .train_config import TrainConfig, TrainingError
 
-
-class TrainingError(RuntimeError):
-    pass
-
-
-@dataclass
-class TrainConfig:
-    out_dir: str = "runs/small"
-    corpus: str = "multi30k-en-de"       # folder under the data dir, or a path
-    direction: str = "en-de"
-    data_root: str | None = None         # default: $TRANSFORMER_DATA
-    preset: str = "small"
-    model_overrides: dict = field(default_factory=dict)
-    vocab_size: int = 8000
-    max_tokens: int = 4096               # tokens per micro-batch (source or target, padded)
-    update_tokens: int = 4096            # target tokens per update (accumulation)
-    max_updates: int = 0                 # 0: no limit
-    max_epochs: int = 0                  # 0: no limit
-    time_limit_min: float = 0.0          # 0: no limit; wall-clock training time
-    warmup: int = 4000
-    lr_factor: float = 1.0
-    label_smoothing: float = 0.1
-    seed: int = 1
-    precision: str = "auto"              # auto | fp32 | bf16 | fp16
-    compile: bool = False
-    threads: int = 0                     # 0: torch's default
-    log_every: int = 10
-    eval_every: int = 0                  # updates; 0: at the end only
-    eval_bleu_sentences: int = 200       # greedy BLEU on this many validation pairs
-    save_every: int = 200                # updates
-    keep_last: int = 5
-    max_len: int = 128                   # drop training pairs longer than this (tokens)
-    device: str = "auto"
-    progress: bool = True
-
-    def __post_init__(self):
-        if self.precision not in ("auto", "fp32", "bf16", "fp16"):
-            raise ValueError(f"TrainConfig.precision must be auto, fp32, bf16 or fp16, "
-                             f"got {self.precision!r}")
-        for name in ("max_tokens", "update_tokens", "warmup", "vocab_size", "save_every",
-                     "keep_last", "log_every"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"TrainConfig.{name} must be positive, got {getattr(self, name)}")
-
-    def model_config(self, vocab_size: int) -> ModelConfig:
-        return ModelConfig.from_preset(self.preset, vocab_size=vocab_size, **self.model_overrides)
+__all__ = ["Trainer", "TrainConfig", "TrainingError", "SequenceLoss", "make_optimizer",
+           "autocast", "resolve_precision"]
 
 
 # ----------------------------------------------------------------- helpers
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
-
-
 def resolve_precision(precision: str, device: torch.device) -> str:
+    """``precision`` with ``"auto"`` decided for ``device``: bf16, or fp16 on a CUDA
+    device without bf16. fp16 (with loss scaling) needs CUDA."""
     if precision != "auto":
         if precision == "fp16" and device.type != "cuda":
             raise ValueError("fp16 with loss scaling needs a CUDA device; use bf16 on CPU")
@@ -137,154 +80,194 @@ def make_optimizer(model: torch.nn.Module) -> torch.optim.Adam:
                             fused=True)
 
 
-class SequenceLoss(torch.nn.Module):
-    """Summed label-smoothed loss of a batch: the module DDP and torch.compile wrap.
-
-    Projects only the non-pad target positions onto the vocabulary: the pre-softmax
-    matrix multiply is the largest in a small model, and pad rows would be thrown away.
-    The projection and the loss run fused, chunk by chunk (``LabelSmoothingLoss.from_states``).
-    """
-
-    def __init__(self, model: Transformer, criterion: LabelSmoothingLoss):
-        super().__init__()
-        self.model, self.criterion = model, criterion
-
-    def forward(self, src, tgt_in, tgt_out):
-        model = self.model
-        src_mask = model.source_mask(src)
-        memory = model.encode(src, src_mask)
-        keep = tgt_out != self.criterion.pad_id
-        states = model.decode_states(tgt_in, memory, src_mask, rows=keep)   # (n_tokens, d)
-        return self.criterion.from_states(states, model.output_weight, tgt_out[keep])
+def _python_rng_to_list():
+    version, internal, gauss = random.getstate()
+    return [version, list(internal), gauss]
 
 
-class _Distributed:
-    """What this process is under torchrun (or a single process)."""
+def _python_rng_from_list(state):
+    version, internal, gauss = state
+    return (version, tuple(internal), gauss)
 
-    def __init__(self, device_name: str):
-        self.world = int(os.environ.get("WORLD_SIZE", "1"))
-        self.rank = int(os.environ.get("RANK", "0"))
-        if self.world > 1:
-            local = int(os.environ.get("LOCAL_RANK", "0"))
-            if torch.cuda.is_available() and device_name in ("auto", "cuda"):
-                torch.cuda.set_device(local)
-                self.device = torch.device("cuda", local)
-                backend = "nccl"
-            else:
-                self.device = torch.device("cpu")
-                backend = "gloo"
-            if not dist.is_initialized():
-                dist.init_process_group(backend)
-        else:
-            self.device = resolve_device(device_name)
 
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
+def _nonempty(corpus: ParallelCorpus, cfg: TrainConfig, split: str) -> ParallelCorpus:
+    if len(corpus) == 0:
+        where = ("wmt14" if cfg.corpus == "wmt14" else
+                 f"{corpus_folder(cfg.corpus, cfg.data_root)}/{split}.src and {split}.tgt")
+        raise TrainingError(f"the {split} split is empty: {where} hold no sentence pairs")
+    return corpus
 
-    def sum(self, value: float) -> float:
-        if self.world == 1:
-            return value
-        t = torch.tensor([value], dtype=torch.float64, device=self.device)
-        dist.all_reduce(t)
-        return t.item()
 
-    def barrier(self):
-        if self.world > 1:
-            dist.barrier()
+def _train_tokenizer(train: ParallelCorpus, cfg: TrainConfig) -> Tokenizer:
+    """The run's BPE vocabulary, trained in memory (nothing is written to the run yet)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        try:
+            tok = Tokenizer.train(list(train.src) + list(train.tgt), Path(scratch) / "spm.model",
+                                  vocab_size=cfg.vocab_size, seed=cfg.seed)
+        except RuntimeError as exc:
+            message = str(exc)
+            if "Vocabulary size too high" in message or "vocab_size" in message.lower():
+                limit = message.rsplit("<=", 1)[-1].strip(" .") if "<=" in message else "?"
+                raise TrainingError(f"--vocab-size {cfg.vocab_size} is too large for the "
+                                    f"training split of {cfg.corpus}: its text allows at most "
+                                    f"{limit} pieces") from None
+            raise TrainingError(f"training the BPE vocabulary on {cfg.corpus} failed: "
+                                f"{message.splitlines()[0][:300]}") from None
+        return Tokenizer.from_serialized(tok.serialized())
 
 
 # ------------------------------------------------------------------ trainer
 class Trainer:
-    def __init__(self, cfg: TrainConfig):
-        self.cfg = cfg
-        self.out = Path(cfg.out_dir)
-        self.ckpt_dir = self.out / "checkpoints"
-        self.dist = _Distributed(cfg.device)
+    """The update loop of section 5: micro-batches, accumulation, Adam, eq. (3), logging.
+
+    ``model`` is a :class:`~transformer.fast.FastTransformer` (the loss reads its states),
+    ``optimizer`` typically :func:`make_optimizer`, ``train_iter`` and ``valid_iter``
+    :class:`~transformer.batching.BatchIterator` s. ``cfg`` supplies the schedule, the
+    stopping rules and how often to log, validate and save. With ``run`` the trainer
+    writes checkpoints and ``metrics.jsonl`` there (and :meth:`resume` reads them); without
+    it, records are only kept in :attr:`records`. ``tokenizer`` and ``valid`` (the
+    validation pairs as text) enable greedy BLEU during validation.
+    """
+
+    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                 train_iter: BatchIterator, valid_iter: BatchIterator | None = None,
+                 cfg: TrainConfig | None = None, *, run: RunFolder | None = None,
+                 dist: Distributed | None = None, tokenizer: Tokenizer | None = None,
+                 valid: ParallelCorpus | None = None):
+        self.cfg = cfg = cfg if cfg is not None else TrainConfig(progress=False)
+        self.model, self.optimizer = model, optimizer
+        self.model_cfg = model.cfg
+        self.train_iter, self.valid_iter = train_iter, valid_iter
+        self.run, self.tokenizer, self.valid = run, tokenizer, valid
+        self.dist = dist if dist is not None else Distributed.single(
+            next(model.parameters()).device)
         self.device = self.dist.device
         self.precision = resolve_precision(cfg.precision, self.device)
-        if cfg.threads:
-            torch.set_num_threads(cfg.threads)
-        self._check_run_folder()
-        torch.manual_seed(cfg.seed)
-        random.seed(cfg.seed)
-
-        train = load_corpus(cfg.corpus, "train", cfg.direction, cfg.data_root)
-        self.valid = load_corpus(cfg.corpus, "valid", cfg.direction, cfg.data_root)
-        self.tokenizer = self._tokenizer(train)
-        tok = self.tokenizer
-        self.train_iter = BatchIterator(tok.encode_batch(train.src), tok.encode_batch(train.tgt),
-                                        cfg.max_tokens, seed=cfg.seed, max_len=cfg.max_len,
-                                        pad_id=tok.pad_id, bos_id=tok.bos_id, eos_id=tok.eos_id)
-        self.valid_iter = BatchIterator(tok.encode_batch(self.valid.src),
-                                        tok.encode_batch(self.valid.tgt), cfg.max_tokens,
-                                        shuffle=False, pad_id=tok.pad_id, bos_id=tok.bos_id,
-                                        eos_id=tok.eos_id)
-        self.model_cfg = cfg.model_config(tok.vocab_size)
-        self.model = Transformer(self.model_cfg).to(self.device)
-        self.optimizer = make_optimizer(self.model)
-        self.criterion = LabelSmoothingLoss(cfg.label_smoothing, tok.pad_id)
+        self.criterion = FastLabelSmoothingLoss(cfg.label_smoothing, self.model_cfg.pad_id)
         self.scaler = torch.amp.GradScaler("cuda") if self.precision == "fp16" else None
         self.accum = max(1, round(cfg.update_tokens / cfg.max_tokens / self.dist.world))
         self.step = 0                # completed updates
         self.train_seconds = 0.0     # wall-clock time spent training, across resumes
+        self.records: list[dict] = []    # what log() wrote, this process
+        self.resumed_from: Path | None = None
         self.loss_module = SequenceLoss(self.model, self.criterion)
         self.train_model = self.loss_module
         if self.dist.world > 1:
             self.train_model = torch.nn.parallel.DistributedDataParallel(
                 self.loss_module,
                 device_ids=[self.device.index] if self.device.type == "cuda" else None)
-        self.resumed_from = self._resume()
         if cfg.compile:
             self.train_model = torch.compile(self.train_model)
 
     # -------------------------------------------------------------- set-up
-    def _check_run_folder(self):
-        run_file = self.out / "run.json"
-        mine = {k: v for k, v in dataclasses.asdict(self.cfg).items()
-                if k not in ("progress", "device", "threads", "time_limit_min", "max_updates",
-                             "max_epochs", "eval_every", "eval_bleu_sentences", "log_every")}
-        if run_file.exists():
-            theirs = json.loads(run_file.read_text())["train"]
-            differ = {k: (theirs.get(k), v) for k, v in mine.items() if theirs.get(k) != v}
-            if differ:
-                raise TrainingError(f"{self.out} holds a run with different settings "
-                                    f"{differ} (old, new): use another --out folder")
-        elif self.dist.main:
-            self.out.mkdir(parents=True, exist_ok=True)
-            run_file.write_text(json.dumps({"train": mine}, indent=1))
+    @classmethod
+    def from_config(cls, cfg: TrainConfig, tokenizer: Tokenizer | None = None) -> "Trainer":
+        """Everything ``python -m transformer train`` does before the first update.
 
-    def _tokenizer(self, train) -> Tokenizer:
-        path = self.out / "spm.model"
-        if not path.exists() and self.dist.main:
-            Tokenizer.train(list(train.src) + list(train.tgt), path,
-                            vocab_size=self.cfg.vocab_size, seed=self.cfg.seed)
-        self.dist.barrier()
-        return Tokenizer.load(path)
+        Checks the settings against the run folder ``cfg.out_dir`` (if it holds a run),
+        reads the corpus, trains the BPE vocabulary (or takes ``tokenizer``, or the run's),
+        builds the iterators, the model (:class:`~transformer.fast.FastTransformer`) and the
+        optimizer, writes the run folder (only now, when every check has passed) and
+        resumes from its newest complete checkpoint.
+        """
+        dist = Distributed(cfg.device)
+        device = dist.device
+        resolve_precision(cfg.precision, device)
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        run, identity = RunFolder(cfg.out_dir), run_identity(cfg)
+        resuming = run.exists()
+        if resuming:
+            run.check(identity)
+        torch.manual_seed(cfg.seed)
+        random.seed(cfg.seed)
 
-    def _resume(self) -> Path | None:
-        for path in reversed(step_checkpoints(self.ckpt_dir)):
-            try:
-                state = load_checkpoint(path, map_location=self.device)
-            except CheckpointError as exc:
-                warnings.warn(f"skipping {exc}")
-                continue
-            self.model.load_state_dict(state["model"])
-            self.optimizer.load_state_dict(state["optimizer"])
-            self.train_iter.load_state_dict(state["batches"])
-            self.step, self.train_seconds = state["step"], state["train_seconds"]
-            torch.set_rng_state(state["rng"]["torch"].cpu())
-            if self.device.type == "cuda" and "cuda" in state["rng"]:
-                torch.cuda.set_rng_state(state["rng"]["cuda"].cpu())
-            random.setstate(_python_rng_from_list(state["rng"]["python"]))
-            if self.scaler is not None and "scaler" in state:
-                self.scaler.load_state_dict(state["scaler"])
-            self._truncate_metrics(self.step)
+        train = _nonempty(load_corpus(cfg.corpus, "train", cfg.direction, cfg.data_root),
+                          cfg, "train")
+        valid = _nonempty(load_corpus(cfg.corpus, "valid", cfg.direction, cfg.data_root),
+                          cfg, "valid")
+        if resuming and run.tokenizer_file.exists():
+            own = run.tokenizer()
+            if tokenizer is not None and tokenizer.serialized() != own.serialized():
+                raise TrainingError(f"the tokenizer handed in is not {run.tokenizer_file}, "
+                                    f"the vocabulary of the run in {run.path}")
+            tokenizer = own
+        elif dist.main and tokenizer is None:
+            tokenizer = _train_tokenizer(train, cfg)
+        if tokenizer is not None and tokenizer.vocab_size != cfg.vocab_size:
+            raise TrainingError(f"the tokenizer has {tokenizer.vocab_size} pieces but "
+                                f"--vocab-size is {cfg.vocab_size}")
+        if dist.main:
+            iters = cls._iterators(cfg, tokenizer, train, valid)
+            if not (resuming and run.tokenizer_file.exists()):
+                run.create(identity, tokenizer)       # every check passed: a run now
+        dist.barrier()
+        if not dist.main:
+            tokenizer = run.tokenizer()
+            iters = cls._iterators(cfg, tokenizer, train, valid)
+
+        model = FastTransformer(cfg.model_config(tokenizer.vocab_size)).to(device)
+        trainer = cls(model, make_optimizer(model), *iters, cfg, run=run, dist=dist,
+                      tokenizer=tokenizer, valid=valid)
+        trainer.resume()
+        return trainer
+
+    @staticmethod
+    def _iterators(cfg, tok, train, valid) -> tuple[BatchIterator, BatchIterator]:
+        train_iter = BatchIterator(tok.encode_batch(train.src), tok.encode_batch(train.tgt),
+                                   cfg.max_tokens, seed=cfg.seed, max_len=cfg.max_len,
+                                   pad_id=tok.pad_id, bos_id=tok.bos_id, eos_id=tok.eos_id)
+        if len(train_iter) == 0:
+            raise TrainingError(f"every training pair of {cfg.corpus} is longer than "
+                                f"--max-len {cfg.max_len} tokens: nothing to train on")
+        valid_iter = BatchIterator(tok.encode_batch(valid.src), tok.encode_batch(valid.tgt),
+                                   cfg.max_tokens, shuffle=False, pad_id=tok.pad_id,
+                                   bos_id=tok.bos_id, eos_id=tok.eos_id)
+        return train_iter, valid_iter
+
+    def resume(self) -> Path | None:
+        """Continue from the run folder's newest complete checkpoint, if any.
+
+        Restores weights, optimizer, batch position, update count and random generators,
+        and keeps exactly the metrics records written up to that checkpoint (none when
+        there is no checkpoint: a fresh start). A checkpoint of another model or
+        vocabulary in ``checkpoints/`` raises :class:`TrainingError` naming it.
+        """
+        if self.run is None:
+            return None
+        for path, state in self.run.complete_checkpoints(map_location=self.device):
+            self._check_own(path, state)
+            self.load_checkpoint_state(state)
+            if self.dist.main:
+                self.run.keep_metrics(self.step)
+            self.resumed_from = path
             return path
+        if self.dist.main:
+            self.run.keep_metrics(None)
         return None
+
+    def _check_own(self, path: Path, state: dict) -> None:
+        from .config import ModelConfig
+        problem = None
+        try:
+            theirs = ModelConfig.from_dict(state["model_config"]).to_dict()
+        except (KeyError, TypeError, ValueError):
+            theirs = None
+        if theirs != self.model_cfg.to_dict():
+            problem = "its model configuration differs"
+        elif self.tokenizer is not None and "tokenizer" in state and \
+                bytes(state["tokenizer"]) != self.tokenizer.serialized():
+            problem = "its vocabulary differs"
+        elif not all(k in state for k in ("optimizer", "batches", "step", "rng")):
+            problem = "it holds no training state"
+        if problem:
+            raise TrainingError(f"{path} is not a checkpoint of the run in {self.run.path} "
+                                f"({problem}): move it out of {path.parent} to resume")
 
     # -------------------------------------------------------------- saving
     def checkpoint_state(self) -> dict:
+        """Everything a checkpoint holds: weights, optimizer, batch position, generators,
+        configurations and the tokenizer."""
         state = {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
@@ -294,43 +277,51 @@ class Trainer:
             "rng": {"torch": torch.get_rng_state(), "python": _python_rng_to_list()},
             "model_config": self.model_cfg.to_dict(),
             "train_config": dataclasses.asdict(self.cfg),
-            "tokenizer": self.tokenizer.serialized(),
         }
+        if self.tokenizer is not None:
+            state["tokenizer"] = self.tokenizer.serialized()
         if self.device.type == "cuda":
             state["rng"]["cuda"] = torch.cuda.get_rng_state()
         if self.scaler is not None:
             state["scaler"] = self.scaler.state_dict()
         return state
 
+    def load_checkpoint_state(self, state: dict) -> None:
+        """The inverse of :meth:`checkpoint_state`: continue exactly where it was taken."""
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.train_iter.load_state_dict(state["batches"])
+        self.step, self.train_seconds = state["step"], state["train_seconds"]
+        torch.set_rng_state(state["rng"]["torch"].cpu())
+        if self.device.type == "cuda" and "cuda" in state["rng"]:
+            torch.cuda.set_rng_state(state["rng"]["cuda"].cpu())
+        random.setstate(_python_rng_from_list(state["rng"]["python"]))
+        if self.scaler is not None and "scaler" in state:
+            self.scaler.load_state_dict(state["scaler"])
+
     def save(self) -> Path | None:
-        if not self.dist.main:
+        """Checkpoint the current update into the run folder (rank 0 only)."""
+        if self.run is None or not self.dist.main:
             return None
-        path = save_checkpoint(self.checkpoint_state(), self.ckpt_dir / f"step_{self.step:07d}.pt")
-        prune_checkpoints(self.ckpt_dir, self.cfg.keep_last)
-        return path
+        return self.run.save(self.checkpoint_state(), self.step, self.cfg.keep_last)
 
     def average(self) -> Path | None:
         """Average the kept checkpoints into run/average.pt (section 6.1)."""
-        paths = step_checkpoints(self.ckpt_dir)[-self.cfg.keep_last:]
-        if not paths or not self.dist.main:
+        if self.run is None or not self.dist.main:
             return None
-        return save_checkpoint(average_checkpoints(paths), self.out / "average.pt")
+        return self.run.average(self.cfg.keep_last)
 
     # ------------------------------------------------------------- metrics
     def log(self, record: dict) -> None:
+        """Record ``record`` (and append it to the run's metrics.jsonl, rank 0 only)."""
         if self.dist.main:
-            with open(self.out / "metrics.jsonl", "a") as f:
-                f.write(json.dumps(record) + "\n")
-
-    def _truncate_metrics(self, step: int) -> None:
-        path = self.out / "metrics.jsonl"
-        if self.dist.main and path.exists():
-            lines = [ln for ln in path.read_text().splitlines()
-                     if ln.strip() and json.loads(ln)["step"] <= step]
-            path.write_text("".join(ln + "\n" for ln in lines))
+            self.records.append(record)
+            if self.run is not None:
+                self.run.log(record)
 
     # ------------------------------------------------------------ training
     def lr(self, step: int) -> float:
+        """The learning rate of update ``step`` (1-based), equation (3)."""
         return noam_lr(step, self.model_cfg.d_model, self.cfg.warmup, self.cfg.lr_factor)
 
     def next_micro_batches(self, batches):
@@ -363,7 +354,7 @@ class Trainer:
             loss_sum += loss.item()
         mean_loss = self.dist.sum(loss_sum) / n_tokens_global
         if not math.isfinite(mean_loss):
-            last = step_checkpoints(self.ckpt_dir)
+            last = self.run.checkpoints() if self.run is not None else []
             raise TrainingError(
                 f"loss is {mean_loss} at update {self.step + 1}: training stopped; the last "
                 f"good checkpoint is {last[-1] if last else '(none written yet)'}. Lower "
@@ -381,6 +372,8 @@ class Trainer:
         return mean_loss
 
     def fit(self) -> dict:
+        """Train until ``max_updates``, ``max_epochs`` or ``time_limit_min``; then checkpoint,
+        validate, average the last checkpoints and return the final figures."""
         cfg = self.cfg
         bar = None
         if cfg.progress and self.dist.main:
@@ -390,7 +383,6 @@ class Trainer:
         start, window_tokens, window_start = time.perf_counter(), 0, time.perf_counter()
         base_seconds = self.train_seconds
         stop = False
-        losses = []
         while not stop:
             if cfg.max_epochs and self.train_iter.epoch >= cfg.max_epochs:
                 break
@@ -406,7 +398,6 @@ class Trainer:
                 if not micro:
                     break
                 loss = self.train_update(micro, n_tokens)
-                losses.append(loss)
                 self.train_seconds = base_seconds + time.perf_counter() - start
                 window_tokens += n_tokens
                 if self.step % cfg.log_every == 0:
@@ -430,8 +421,8 @@ class Trainer:
                 stop = True
         if bar is not None:
             bar.close()
-        if not step_checkpoints(self.ckpt_dir) or step_checkpoints(self.ckpt_dir)[-1].name != \
-                f"step_{self.step:07d}.pt":
+        saved = self.run.checkpoints() if self.run is not None else []
+        if not saved or saved[-1].name != f"step_{self.step:07d}.pt":
             self.save()
         final = self.evaluate()
         self.log({"step": self.step, **final, "final": True})
@@ -443,6 +434,8 @@ class Trainer:
     @torch.no_grad()
     def evaluate(self) -> dict:
         """Validation loss (label-smoothed, per token) and greedy BLEU on a subset."""
+        if self.valid_iter is None:
+            return {}
         self.model.eval()
         total, tokens = 0.0, 0
         for batch in self.valid_iter.batches(0):
@@ -450,9 +443,9 @@ class Trainer:
             with autocast(self.device, self.precision):
                 total += self.loss_module(batch.src, batch.tgt_in, batch.tgt_out).item()
             tokens += batch.n_tgt_tokens
-        result = {"valid_loss": total / max(tokens, 1)}
+        result = {"valid_loss": total / tokens if tokens else float("nan")}
         n = self.cfg.eval_bleu_sentences
-        if n and self.dist.main:
+        if n and self.dist.main and self.tokenizer is not None and self.valid is not None:
             from .decoding import translate
             from .evaluate import score
             hyps = translate(self.model, self.tokenizer, self.valid.src[:n], beam_size=1,
@@ -460,24 +453,3 @@ class Trainer:
             result["valid_bleu"] = score(hyps, self.valid.tgt[:n])["bleu"]
         self.model.train()
         return result
-
-
-def _python_rng_to_list():
-    version, internal, gauss = random.getstate()
-    return [version, list(internal), gauss]
-
-
-def _python_rng_from_list(state):
-    version, internal, gauss = state
-    return (version, tuple(internal), gauss)
-
-
-def load_model(path: str | os.PathLike, device="cpu") -> tuple[Transformer, Tokenizer]:
-    """A trained model (eval mode) and its tokenizer from a checkpoint file."""
-    state = load_checkpoint(path, map_location=device)
-    model = Transformer(ModelConfig.from_dict(state["model_config"]))
-    model.load_state_dict(state["model"])
-    model.to(device).eval()
-    tokenizer = (Tokenizer.from_serialized(state["tokenizer"]) if "tokenizer" in state
-                 else Tokenizer.load(Path(path).resolve().parent / "spm.model"))
-    return model, tokenizer

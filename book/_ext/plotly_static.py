@@ -1,8 +1,9 @@
 """Serve plotly.js and MathJax from the book's own ``_static`` folder (no CDN).
 
 * plotly.js: copied from the installed plotly wheel (``plotly/package_data/plotly.min.js``)
-  and loaded on every page with a figure, before the figures' inline scripts
-  (see :func:`transformer.viz.setup_plotly`, which leaves plotly.js out of each figure).
+  and loaded with ``defer`` on every page with a figure, so that the text paints first;
+  each figure's inline script waits for ``DOMContentLoaded`` (see
+  :func:`transformer_book.viz.setup_plotly`, which leaves plotly.js out of each figure).
 * MathJax 3: the es5 build from the npm registry's ``mathjax`` package. It is fetched
   once with ``npm pack mathjax@<version>`` into ``.cache/mathjax/`` (git-ignored) unless
   ``MATHJAX_DIR`` names an unpacked ``es5`` folder, then the files the page needs
@@ -10,7 +11,7 @@
   and ``mathjax_path`` points there. Without npm and without a cache this warns (an error
   under ``-W``) and leaves Sphinx's CDN default.
 
-* The plotly MIME type: :func:`transformer.viz.setup_plotly` emits each figure as one
+* The plotly MIME type: :func:`transformer_book.viz.setup_plotly` emits each figure as one
   output holding both ``application/vnd.plotly.v1+json`` (for JupyterLab) and
   ``text/html`` (for this site). myst-nb renders every MIME type of an output before
   choosing one and warns about the plotly one; here it becomes an empty placeholder, so
@@ -122,8 +123,9 @@ def _page_scripts(app, pagename, templatename, context, doctree) -> None:
     """plotly.js on pages with figures only; drop scripts that appear twice (sphinx-thebe
     adds its ``const THEBE_JS_URL`` block twice with launch buttons: a console error)."""
     if "plotly-graph-div" in context.get("body", ""):
-        # Plain <script src> in <head>: loaded before the figures' inline scripts run.
-        app.add_js_file("plotly.min.js", priority=100)
+        # Deferred: the page's text paints first; the figures' inline scripts wait for
+        # DOMContentLoaded (transformer_book.viz.after_page_load), which comes after it.
+        app.add_js_file("plotly.min.js", priority=100, defer="defer")
     scripts = context.get("script_files")
     if scripts:
         seen, unique = set(), []

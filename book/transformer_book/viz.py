@@ -5,31 +5,37 @@
   a ``text/html`` rendering (no plotly.js inside: the book's Sphinx extension
   ``book/_ext/plotly_static.py`` serves one copy from ``_static``). Colab, VS Code and
   other front ends keep their own renderer.
-* :data:`QUICK` is true when the environment variable ``BOOK_QUICK=1`` asks for a fast
-  run (CI, ``make test``): chapters use :func:`pick` to shrink sweeps and training.
+* :func:`quick` is true when the environment variable ``BOOK_QUICK=1`` asks for a fast
+  run (CI, ``make test``); it reads the variable when called, not at import. Chapters use
+  :func:`pick` to shrink sweeps and training.
 * :func:`slider_figure` and :func:`attention_heatmap` build figures whose interactivity
   (plotly sliders) works in the static HTML, without a kernel.
 
-plotly is imported lazily, so ``import transformer`` never needs it.
+plotly is imported lazily, on first use. This module belongs to the book, not to the
+``transformer`` library, which never imports it.
 """
 from __future__ import annotations
 
 import os
 from typing import Sequence
 
-QUICK: bool = os.environ.get("BOOK_QUICK", "").strip().lower() not in ("", "0", "false", "no")
 RENDERER = "book_html"
 
 
-def pick(full, quick):
-    """``full`` normally, ``quick`` when ``BOOK_QUICK=1`` (e.g. ``steps = pick(300, 60)``)."""
-    return quick if QUICK else full
+def quick() -> bool:
+    """Whether this build asks for the fast form (``BOOK_QUICK=1``; read on each call)."""
+    return os.environ.get("BOOK_QUICK", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def pick(full, quick_value):
+    """``full`` normally, ``quick_value`` when ``BOOK_QUICK=1`` (``steps = pick(300, 60)``)."""
+    return quick_value if quick() else full
 
 
 def book_settings() -> dict:
     """What this run of the book uses (printed by chapters that train or sweep)."""
     import torch
-    return {"quick": QUICK, "torch": torch.__version__, "threads": torch.get_num_threads(),
+    return {"quick": quick(), "torch": torch.__version__, "threads": torch.get_num_threads(),
             "plotly_renderer": _default_renderer()}
 
 
@@ -39,6 +45,24 @@ def _default_renderer() -> str | None:
     except ImportError:
         return None
     return pio.renderers.default
+
+
+def after_page_load(html: str) -> str:
+    """Run a figure's drawing script once the page has loaded (``DOMContentLoaded``).
+
+    The book loads plotly.js with ``defer`` (book/_ext/plotly_static.py), so that the text
+    paints before 4.8 MB of script is parsed; deferred scripts run before
+    ``DOMContentLoaded``, so ``Plotly`` exists when the figures are drawn.
+    """
+    import re
+
+    def wait(match):
+        start, body, end = match.groups()
+        if "Plotly.newPlot" in body:
+            body = f'document.addEventListener("DOMContentLoaded", function () {{{body}}});'
+        return start + body + end
+
+    return re.sub(r"(<script[^>]*>)(.*?)(</script>)", wait, html, flags=re.DOTALL)
 
 
 def setup_plotly() -> str:
@@ -58,9 +82,10 @@ def setup_plotly() -> str:
 
         def to_mimebundle(self, fig_dict):
             bundle = PlotlyRenderer(config={"displaylogo": False}).to_mimebundle(fig_dict)
-            bundle["text/html"] = pio.to_html(
+            html = pio.to_html(
                 fig_dict, include_plotlyjs=False, include_mathjax=False, full_html=False,
                 auto_play=False, validate=False, config={"responsive": True, "displaylogo": False})
+            bundle["text/html"] = after_page_load(html)
             return bundle
 
     pio.renderers[RENDERER] = BookHtmlRenderer()
@@ -141,6 +166,7 @@ def _to_list(z):
 
 def heatmap_trace(z, x, y, colorbar_title, colorscale="Viridis", zmin=None, zmax=None,
                    hover_name: str = "value"):
+    """One ``go.Heatmap`` trace with a titled colour bar and a hover label ``hover_name``."""
     import plotly.graph_objects as go
 
     return go.Heatmap(z=_to_list(z), x=x, y=y, colorscale=colorscale, zmin=zmin, zmax=zmax,

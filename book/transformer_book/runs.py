@@ -1,10 +1,11 @@
 """Cached training runs for the book: train once, reuse across chapters and builds.
 
 A run is stored under ``<cache>/<key>/`` where the key hashes everything that produced
-it: the training configuration, the package's source code and the corpus files. Change
-any of them and the key changes, so a build never shows a stale model. The cache lives
-in ``$TRANSFORMER_CACHE`` (default ``~/.cache/transformer/runs``); delete that folder
-(``make clean-cache``) to retrain from scratch.
+it: the settings that change a run's result (the ``TrainConfig`` fields whose metadata
+marks them ``run`` or ``result``), the source of every module of the ``transformer``
+package, and the corpus files. Change any of them and the key changes, so a build never
+shows a stale model. The cache lives in ``$TRANSFORMER_CACHE`` (default
+``~/.cache/transformer/runs``); delete that folder (``make clean-cache``) to retrain.
 """
 from __future__ import annotations
 
@@ -15,44 +16,47 @@ import json
 import os
 from pathlib import Path
 
-from .data import data_dir
-from .trainer import TrainConfig, Trainer
+import transformer
+from transformer.data import corpus_folder
+from transformer.train_config import TrainConfig, result_settings
 
-PACKAGE = Path(__file__).resolve().parent
-# The modules whose code decides what a run produces (figures and the CLI do not).
-TRAINING_MODULES = ("attention", "batching", "checkpoint", "config", "data", "decoding", "dropout",
-                    "embedding", "evaluate", "feedforward", "layers", "loss", "model", "packing",
-                    "positional", "schedule", "tokenizer", "trainer")
+PACKAGE = Path(transformer.__file__).resolve().parent
 
 
 def cache_root() -> Path:
+    """``$TRANSFORMER_CACHE``, else ``~/.cache/transformer/runs``."""
     return Path(os.environ.get("TRANSFORMER_CACHE", Path.home() / ".cache/transformer/runs"))
 
 
+def package_modules() -> list[Path]:
+    """Every ``.py`` file of the ``transformer`` package, subpackages included, sorted."""
+    return sorted(PACKAGE.rglob("*.py"), key=lambda p: p.relative_to(PACKAGE).as_posix())
+
+
 def run_key(cfg: TrainConfig) -> str:
+    """The cache key of ``cfg``: its result-defining settings, the package's source, the
+    corpus files (16 hex digits of a SHA-256)."""
     h = hashlib.sha256()
-    settings = {k: v for k, v in dataclasses.asdict(cfg).items()
-                if k not in ("out_dir", "progress", "data_root")}
-    h.update(json.dumps(settings, sort_keys=True).encode())
-    for name in TRAINING_MODULES:
-        path = PACKAGE / f"{name}.py"
-        h.update(path.name.encode() + path.read_bytes())
-    corpus = Path(cfg.corpus) if ("/" in cfg.corpus) else data_dir(cfg.data_root) / cfg.corpus
-    for path in sorted(corpus.glob("*")):
-        if path.is_file():
-            h.update(path.name.encode() + path.read_bytes())
+    h.update(json.dumps(result_settings(cfg), sort_keys=True).encode())
+    for path in package_modules():
+        h.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
+    if cfg.corpus != "wmt14":
+        for path in sorted(corpus_folder(cfg.corpus, cfg.data_root).glob("*")):
+            if path.is_file():
+                h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
 
 
 def cached_run(cfg: TrainConfig) -> Path:
     """The folder of a finished run of ``cfg`` (trained now if not cached yet)."""
+    from transformer.trainer import Trainer
     out = cache_root() / run_key(cfg)
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out.parent / f"{out.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)        # a second process waits, then reuses it
         if not (out / "average.pt").exists():
             cfg = dataclasses.replace(cfg, out_dir=str(out))
-            Trainer(cfg).fit()   # resumes if an earlier build was interrupted
+            Trainer.from_config(cfg).fit()   # resumes if an earlier build was interrupted
     return out
 
 

@@ -1,0 +1,365 @@
+"""The command line: options generated from TrainConfig, run folders that survive mistakes,
+and one-line errors (exit status 2, no traceback) that name the file or option at fault.
+
+Runs ``transformer.cli.main`` in this process on a synthetic corpus (no data needed)."""
+import argparse
+import dataclasses
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from transformer import cli
+from transformer.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from transformer.inference import load_model
+from transformer.run_folder import RunFolder
+from transformer.train_config import TrainConfig, flag, result_settings, run_settings
+
+REPO = Path(__file__).resolve().parents[1]
+EN = "the a dog cat man woman runs sits on in under green red house tree big small".split()
+DE = "der die das Hund Katze Mann Frau läuft sitzt auf im unter grünen roten Haus Baum".split()
+
+
+def write_corpus(folder: Path, n_train=300, n_valid=20, seed=0) -> Path:
+    import random
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, n in (("train", n_train), ("valid", n_valid), ("test", n_valid)):
+        pairs = []
+        for _ in range(n):
+            k = rng.randint(3, 9)
+            pairs.append((" ".join(rng.choice(EN) for _ in range(k)) + ".",
+                          " ".join(rng.choice(DE) for _ in range(k)) + "."))
+        (folder / f"{split}.src").write_text("".join(s + "\n" for s, _ in pairs))
+        (folder / f"{split}.tgt").write_text("".join(t + "\n" for _, t in pairs))
+    return folder
+
+
+def train_args(corpus, out, updates=3, vocab=120, d_model=16):
+    return ["train", "--corpus", str(corpus), "--out", str(out), "--vocab-size", str(vocab),
+            "--max-tokens", "400", "--update-tokens", "400", "--max-updates", str(updates),
+            "--save-every", "2", "--keep-last", "2", "--warmup", "10", "--precision", "fp32",
+            "--log-every", "1", "--eval-bleu-sentences", "0", "--no-progress",
+            "--model", f"d_model={d_model}", "--model", f"d_ff={2 * d_model}",
+            "--model", "n_heads=2", "--model", "n_encoder_layers=1",
+            "--model", "n_decoder_layers=1"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Training in this process on one thread (a shared 2-core machine thrashes with more)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def run_cli(capsys, argv) -> tuple[int, str, str]:
+    """Exit status, stdout and stderr of ``python -m transformer *argv`` (in process: an
+    unexpected exception, the traceback case, fails the test by propagating)."""
+    try:
+        cli.main([str(a) for a in argv])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line_error(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.startswith("error:")
+             or ": error:" in line]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def toy_corpus(tmp_path_factory) -> Path:
+    return write_corpus(tmp_path_factory.mktemp("toy") / "corpus")
+
+
+@pytest.fixture(scope="module")
+def toy_runs(toy_corpus, tmp_path_factory) -> dict:
+    """Two finished 3-update runs: "a" (vocabulary 120, d_model 16) and "b" (100, 32)."""
+    runs = {}
+    for name, vocab, d in (("a", 120, 16), ("b", 100, 32)):
+        out = tmp_path_factory.mktemp("runs") / name
+        cli.main(train_args(toy_corpus, out, vocab=vocab, d_model=d))
+        runs[name] = out
+    return runs
+
+
+# ------------------------------------------------------------------ the parser
+def test_every_option_of_every_command_has_help_and_shows_its_default():
+    parser = cli.build_parser()
+    top = parser.format_help()
+    assert "::" not in top and "\\" not in top            # no raw reST, no line continuations
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(subparsers.choices) == {"train", "translate", "evaluate", "average", "demo"}
+    for name, sub in subparsers.choices.items():
+        formatter = sub._get_formatter()
+        for action in sub._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            assert action.help, (name, action.dest)
+            if action.option_strings:
+                shown = formatter._get_help_string(action) % {"default": action.default}
+                assert action.required or "default" in shown, (name, action.option_strings)
+
+
+def test_train_options_are_the_fields_of_train_config():
+    parser = cli.build_parser()
+    train = next(a for a in parser._actions
+                 if isinstance(a, argparse._SubParsersAction)).choices["train"]
+    by_dest = {a.dest: a for a in train._actions}
+    for f in dataclasses.fields(TrainConfig):
+        action = by_dest[f.name]
+        assert flag(f) in action.option_strings
+        assert f.metadata["help"].replace("%", "%%") in action.help
+        default = TrainConfig().__getattribute__(f.name)
+        assert action.default == (None if isinstance(default, dict) else default), f.name
+    assert "--out" in by_dest["out_dir"].option_strings
+    assert "--model" in by_dest["model_overrides"].option_strings
+    help_text = train.format_help()
+    assert "(default: 4096)" in help_text and "(default: multi30k-en-de)" in help_text
+
+
+def test_train_command_round_trips_a_config(tmp_path):
+    cfg = TrainConfig(out_dir=str(tmp_path / "r"), corpus="tatoeba-en-de", direction="de-en",
+                      lr_factor=0.5, time_limit_min=1.5, compile=True, progress=False,
+                      model_overrides={"norm_position": "pre", "n_heads": 4}, threads=2)
+    command = cli.train_command(cfg)
+    assert command[:6] == ["python", "-m", "transformer", "train", "--out", cfg.out_dir]
+    assert "--no-progress" in command and "--compile" in command
+    args = cli.build_parser().parse_args(command[3:])
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)}
+    assert TrainConfig(**{**values, "model_overrides": values["model_overrides"] or {}}) == cfg
+    assert cli.train_command(cfg, "elsewhere")[5] == "elsewhere"
+
+
+def test_which_fields_define_a_run_is_declared_on_the_fields():
+    run, result = run_settings(TrainConfig()), result_settings(TrainConfig())
+    assert {"corpus", "vocab_size", "seed", "model_overrides", "warmup"} <= set(run)
+    assert not {"out_dir", "data_root", "progress", "max_updates", "threads", "device"} & set(run)
+    assert set(run) < set(result) and {"max_updates", "threads"} <= set(result)
+    assert not {"out_dir", "data_root", "progress"} & set(result)
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--threads", "-1", "argument --threads: must be >= 0, got -1"),
+    ("--max-updates", "-5", "argument --max-updates: must be >= 0, got -5"),
+    ("--vocab-size", "0", "argument --vocab-size: must be >= 5, got 0"),
+    ("--label-smoothing", "1.5", "argument --label-smoothing: must be <= 1, got 1.5"),
+    ("--warmup", "ten", "argument --warmup: expected int, got 'ten'"),
+])
+def test_bad_train_values_fail_in_one_line_before_anything_is_written(
+        capsys, toy_corpus, tmp_path, option, value, message):
+    argv = train_args(toy_corpus, tmp_path / "r")
+    if option in argv:
+        argv[argv.index(option) + 1] = value
+    else:
+        argv += [option, value]
+    code, _, err = run_cli(capsys, argv)
+    assert code == 2 and message in one_line_error(err)
+    assert not (tmp_path / "r").exists()
+
+
+def test_bad_values_in_python_name_the_field_and_its_flag():
+    with pytest.raises(ValueError, match=r"TrainConfig.threads \(--threads\) must be >= 0"):
+        TrainConfig(threads=-1)
+    with pytest.raises(ValueError, match=r"TrainConfig.precision \(--precision\) must be one"):
+        TrainConfig(precision="fp8")
+    with pytest.raises(ValueError, match="n_heads"):
+        TrainConfig(model_overrides={"n_heads": 7})      # d_model 256 is not divisible by 7
+
+
+# --------------------------------------------------------- run folders and mistakes
+def test_a_failed_first_start_leaves_no_run_so_the_corrected_command_works(
+        capsys, toy_corpus, tmp_path):
+    corpus = tmp_path / "corpus"
+    shutil.copytree(toy_corpus, corpus)
+    out = tmp_path / "r"
+    for side in ("src", "tgt"):                     # empty validation files
+        (corpus / f"valid.{side}").write_text("")
+    code, _, err = run_cli(capsys, train_args(corpus, out))
+    assert code == 2
+    assert "the valid split is empty" in one_line_error(err) and str(corpus) in err
+    assert not (out / "run.json").exists() and not (out / "spm.model").exists()
+
+    shutil.copy(toy_corpus / "valid.src", corpus / "valid.src")
+    shutil.copy(toy_corpus / "valid.tgt", corpus / "valid.tgt")
+    argv = train_args(corpus, out)
+    argv[argv.index("--vocab-size") + 1] = "100000"     # too large for this text
+    code, _, err = run_cli(capsys, argv)
+    assert code == 2 and "--vocab-size 100000 is too large" in one_line_error(err)
+    assert not (out / "run.json").exists() and not (out / "spm.model").exists()
+
+    code, stdout, err = run_cli(capsys, train_args(corpus, out))   # the corrected command
+    assert code == 0, err
+    assert (out / "run.json").exists() and (out / "average.pt").exists()
+
+
+@pytest.mark.filterwarnings("ignore:.*dropped 2 of 2 pairs")
+def test_empty_training_files_are_named(capsys, toy_corpus, tmp_path):
+    corpus = tmp_path / "corpus"
+    shutil.copytree(toy_corpus, corpus)
+    for side in ("src", "tgt"):
+        (corpus / f"train.{side}").write_text("\n\n")
+    code, _, err = run_cli(capsys, train_args(corpus, tmp_path / "r"))
+    assert code == 2 and "INTERNAL" not in err
+    assert f"the train split is empty: {corpus}/train.src and train.tgt" in one_line_error(err)
+
+
+def test_resume_accepts_the_same_run_spelled_differently_and_moved(
+        capsys, toy_corpus, tmp_path, monkeypatch):
+    shutil.copytree(toy_corpus, tmp_path / "data")
+    monkeypatch.chdir(tmp_path)
+    assert run_cli(capsys, train_args("./data", "r", updates=2))[0] == 0
+    code, out, err = run_cli(capsys, train_args(f"{tmp_path}/data/", "./r/", updates=3))
+    assert code == 0, err
+    assert "resumed from r/checkpoints/step_0000002.pt" in out
+    shutil.move("r", "moved")
+    code, out, err = run_cli(capsys, train_args("data/", tmp_path / "moved", updates=4))
+    assert code == 0, err
+    assert "resumed from" in out and "step_0000003.pt" in out
+    records = [json.loads(line) for line in Path("moved/metrics.jsonl").read_text().splitlines()]
+    steps = [r["step"] for r in records if "loss" in r]
+    assert steps == [1, 2, 3, 4]                              # a list: no duplicates
+    stored = json.loads(Path("moved/run.json").read_text())["train"]
+    assert "out_dir" not in stored and stored["corpus"] == str((tmp_path / "data").resolve())
+
+
+def test_resume_with_a_foreign_checkpoint_names_it(capsys, toy_corpus, toy_runs, tmp_path):
+    out = tmp_path / "a"
+    shutil.copytree(toy_runs["a"], out)
+    foreign = out / "checkpoints" / "step_0000099.pt"
+    shutil.copy(toy_runs["b"] / "checkpoints" / "step_0000003.pt", foreign)
+    code, _, err = run_cli(capsys, train_args(toy_corpus, out, updates=5))
+    assert code == 2
+    assert f"{foreign} is not a checkpoint of the run" in one_line_error(err)
+
+
+# ------------------------------------------------------------------ decoding side
+def test_translate_names_the_line_that_is_not_utf8(capsys, toy_runs, tmp_path, monkeypatch):
+    model = toy_runs["a"] / "average.pt"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"the dog.\n\xff\xfe x\n")))
+    code, _, err = run_cli(capsys, ["translate", model])
+    assert code == 2 and "<stdin>: line 2 is not valid UTF-8" in one_line_error(err)
+    bad = tmp_path / "in.txt"
+    bad.write_bytes(b"the dog.\nthe cat.\n\xc3\x28\n")
+    code, _, err = run_cli(capsys, ["translate", model, "--input", bad])
+    assert code == 2 and f"{bad}: line 3 is not valid UTF-8" in one_line_error(err)
+    code, _, err = run_cli(capsys, ["translate", model, "--input", tmp_path / "missing.txt"])
+    assert code == 2 and "input file not found" in one_line_error(err)
+
+
+def test_translate_reads_and_writes_utf8(capsys, toy_runs, tmp_path):
+    source, target = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("the dog runs.\nthe green house.\n", encoding="utf-8")
+    code, _, err = run_cli(capsys, ["translate", toy_runs["a"] / "average.pt", "--beam", 1,
+                                    "--max-extra", 5, "--input", source, "--output", target])
+    assert code == 0, err
+    assert len(target.read_text(encoding="utf-8").splitlines()) == 2
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_translate_on_cuda_without_cuda_says_so(capsys, toy_runs):
+    code, _, err = run_cli(capsys, ["translate", toy_runs["a"] / "average.pt",
+                                    "--device", "cuda"])
+    line = one_line_error(err)
+    assert code == 2 and "CUDA is not available" in line and "corrupt" not in line
+
+
+def test_translate_a_folder_points_at_the_checkpoint_inside(capsys, toy_runs):
+    code, _, err = run_cli(capsys, ["translate", toy_runs["a"]])
+    line = one_line_error(err)
+    assert code == 2 and "is a folder" in line and str(toy_runs["a"] / "average.pt") in line
+
+
+def test_a_checkpoint_beside_another_runs_tokenizer_is_refused(capsys, toy_runs, tmp_path):
+    state = load_checkpoint(toy_runs["a"] / "average.pt")
+    del state["tokenizer"]                                   # an old or stripped checkpoint
+    path = save_checkpoint(state, tmp_path / "model.pt")
+    shutil.copy(toy_runs["b"] / "spm.model", tmp_path / "spm.model")     # 100 pieces, not 120
+    with pytest.raises(CheckpointError, match="tokenizer and model do not match"):
+        load_model(path)
+    code, _, err = run_cli(capsys, ["translate", path])
+    assert code == 2 and "tokenizer and model do not match" in one_line_error(err)
+
+
+def test_evaluate_refuses_a_negative_limit(capsys, toy_runs):
+    code, _, err = run_cli(capsys, ["evaluate", toy_runs["a"] / "average.pt", "--limit", -45])
+    assert code == 2 and "argument --limit: must be >= 0, got -45" in one_line_error(err)
+
+
+def test_average_of_checkpoints_with_different_vocabularies_is_refused(capsys, toy_runs,
+                                                                        tmp_path):
+    a = toy_runs["a"] / "checkpoints" / "step_0000003.pt"
+    b = toy_runs["b"] / "checkpoints" / "step_0000003.pt"
+    code, _, err = run_cli(capsys, ["average", a, b, "--out", tmp_path / "avg.pt"])
+    line = one_line_error(err)
+    assert code == 2 and str(a) in line and str(b) in line and "not checkpoints of the same" in line
+    assert not (tmp_path / "avg.pt").exists()
+
+
+# ------------------------------------------------------------ package boundaries
+def test_loading_a_model_does_not_import_the_trainer():
+    code = ("import sys; from transformer import load_model, translate, Tokenizer; "
+            "assert 'transformer.trainer' not in sys.modules; "
+            "assert 'transformer.distributed' not in sys.modules; "
+            "import transformer; transformer.Trainer, transformer.TrainConfig; "
+            "assert 'transformer.trainer' in sys.modules")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+
+
+def test_the_library_never_imports_the_book_helpers():
+    for path in (REPO / "transformer").rglob("*.py"):
+        assert "transformer_book" not in path.read_text(encoding="utf-8"), path
+
+
+def test_the_book_cache_key_hashes_every_module_and_the_result_settings(
+        toy_corpus, tmp_path, monkeypatch):
+    from transformer_book import runs
+    package = tmp_path / "transformer"
+    shutil.copytree(runs.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(runs, "PACKAGE", package)
+    cfg = TrainConfig(corpus=str(toy_corpus), out_dir="x")
+    key = runs.run_key(cfg)
+    assert runs.run_key(dataclasses.replace(cfg, out_dir="y", progress=False)) == key
+    assert runs.run_key(dataclasses.replace(cfg, max_updates=7)) != key
+    assert runs.run_key(dataclasses.replace(cfg, vocab_size=7000)) != key
+    (package / "fast" / "new_module.py").write_text("X = 1\n")   # a module nobody listed
+    assert runs.run_key(cfg) != key
+    key = runs.run_key(cfg)
+    with open(package / "cli.py", "a") as f:
+        f.write("# changed\n")
+    assert runs.run_key(cfg) != key
+
+
+def test_book_quick_is_read_when_asked(monkeypatch):
+    from transformer_book import viz
+    monkeypatch.setenv("BOOK_QUICK", "1")
+    assert viz.quick() and viz.pick(300, 60) == 60
+    monkeypatch.setenv("BOOK_QUICK", "0")
+    assert not viz.quick() and viz.pick(300, 60) == 300
+
+
+def test_under_ci_missing_corpora_fail_instead_of_skipping(tmp_path):
+    env = {**os.environ, "CI": "true", "TRANSFORMER_DATA": str(tmp_path / "nowhere")}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         "tests/test_trainer.py::test_uninterrupted_log_has_each_update_once",
+         "tests/test_data.py::test_multi30k_sizes[valid-1014]"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    summary = result.stdout.strip().splitlines()[-1]
+    assert result.returncode == 1 and "skipped" not in summary, result.stdout[-2000:]
+    assert "1 failed" in summary and "1 error" in summary, summary
+    assert "offline corpora not found" in result.stdout

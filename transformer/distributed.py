@@ -1,0 +1,60 @@
+"""One process, or one of several under ``torchrun`` (DistributedDataParallel).
+
+``torchrun --nproc_per_node N -m transformer train ...`` starts N processes with
+``WORLD_SIZE``, ``RANK`` and ``LOCAL_RANK`` set; each takes its local GPU (NCCL), or the
+CPU (gloo) when there is none. Rank 0 writes the run folder; the others read it.
+"""
+from __future__ import annotations
+
+import os
+
+import torch
+import torch.distributed as dist
+
+from .inference import resolve_device
+
+
+class Distributed:
+    """What this process is under torchrun (or a single process): rank, world, device."""
+
+    def __init__(self, device_name: str = "auto"):
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        if self.world > 1:
+            local = int(os.environ.get("LOCAL_RANK", "0"))
+            if torch.cuda.is_available() and device_name in ("auto", "cuda"):
+                torch.cuda.set_device(local)
+                self.device = torch.device("cuda", local)
+                backend = "nccl"
+            else:
+                self.device = torch.device("cpu")
+                backend = "gloo"
+            if not dist.is_initialized():
+                dist.init_process_group(backend)
+        else:
+            self.device = resolve_device(device_name)
+
+    @classmethod
+    def single(cls, device: str | torch.device = "cpu") -> "Distributed":
+        """One process on ``device``, whatever the environment says."""
+        self = cls.__new__(cls)
+        self.world, self.rank, self.device = 1, 0, resolve_device(device)
+        return self
+
+    @property
+    def main(self) -> bool:
+        """Whether this is rank 0, the process that writes files and prints."""
+        return self.rank == 0
+
+    def sum(self, value: float) -> float:
+        """``value`` summed over all processes."""
+        if self.world == 1:
+            return value
+        t = torch.tensor([value], dtype=torch.float64, device=self.device)
+        dist.all_reduce(t)
+        return t.item()
+
+    def barrier(self):
+        """Wait until every process gets here."""
+        if self.world > 1:
+            dist.barrier()

@@ -1,0 +1,84 @@
+"""Loading a trained model for translation: the device and the checkpoint (section 6).
+
+:func:`load_model` reads a checkpoint written by the trainer or by
+``python -m transformer average`` and returns the model, built as
+:class:`~transformer.fast.FastTransformer`, with its tokenizer. This module does not
+import the training stack (the trainer, ``torch.distributed``): translating needs none of it.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+from .checkpoint import CheckpointError, load_checkpoint
+from .config import ModelConfig
+from .fast import FastTransformer
+from .tokenizer import Tokenizer
+
+
+def resolve_device(name: str | torch.device = "auto") -> torch.device:
+    """The device ``name`` asks for: ``"auto"`` is CUDA when available, else the CPU.
+
+    Raises ``ValueError`` for a name torch does not know and for a CUDA device this
+    machine does not have, instead of failing later in ``torch.load`` or ``.to()``.
+    """
+    if isinstance(name, torch.device):
+        device = name
+    elif name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    else:
+        try:
+            device = torch.device(name)
+        except (RuntimeError, ValueError):
+            raise ValueError(f"unknown device {name!r}: use auto, cpu, cuda or cuda:N") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"device {str(name)!r}: CUDA is not available on this machine "
+                             f"(torch {torch.__version__}); use --device cpu")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise ValueError(f"device {str(name)!r}: this machine has "
+                             f"{torch.cuda.device_count()} CUDA device(s)")
+    return device
+
+
+def _tokenizer_for(path: Path, state: dict) -> tuple[Tokenizer, str]:
+    if "tokenizer" in state:
+        return Tokenizer.from_serialized(state["tokenizer"]), f"the tokenizer inside {path}"
+    folder = path.resolve().parent
+    for candidate in (folder / "spm.model", folder.parent / "spm.model"):  # run/, run/checkpoints/
+        if candidate.is_file():
+            return Tokenizer.load(candidate), str(candidate)
+    raise CheckpointError(f"{path} carries no tokenizer and no spm.model lies beside it")
+
+
+def load_model(path: str | os.PathLike, device: str | torch.device = "cpu"
+               ) -> tuple[FastTransformer, Tokenizer]:
+    """A trained model (in eval mode, on ``device``) and its tokenizer, from a checkpoint.
+
+    The tokenizer is the one stored in the checkpoint, else the run folder's
+    ``spm.model``. Raises :class:`~transformer.checkpoint.CheckpointError` naming the file
+    when it is not a checkpoint, its weights do not fit its configuration, or the
+    tokenizer's vocabulary is not the model's.
+    """
+    path = Path(path)
+    device = resolve_device(device)
+    state = load_checkpoint(path, map_location=device)
+    if not isinstance(state.get("model_config"), dict):
+        raise CheckpointError(f"{path} has no model_config: not a checkpoint of this package")
+    cfg = ModelConfig.from_dict(state["model_config"])
+    model = FastTransformer(cfg)
+    try:
+        model.load_state_dict(state["model"])
+    except RuntimeError as exc:
+        reason = str(exc).strip().splitlines()[0][:200]
+        raise CheckpointError(f"{path}: its weights do not fit its model_config "
+                              f"({reason})") from None
+    model.to(device).eval()
+    tokenizer, source = _tokenizer_for(path, state)
+    if tokenizer.vocab_size != cfg.vocab_size:
+        raise CheckpointError(f"tokenizer and model do not match: {source} has "
+                              f"{tokenizer.vocab_size} pieces but the model in {path} has a "
+                              f"vocabulary of {cfg.vocab_size}")
+    return model, tokenizer

@@ -1,0 +1,186 @@
+"""A run's folder on disk: what defines the run, its metrics, its checkpoints.
+
+::
+
+    run/spm.model          shared BPE vocabulary (trained on the training split, 5.1)
+    run/run.json           the settings that define the run (TrainConfig fields marked "run")
+    run/checkpoints/       step_<update>.pt, the last ``keep_last`` kept
+    run/metrics.jsonl      one JSON object per logged update / evaluation
+    run/average.pt         mean of the last checkpoints (section 6.1, written at the end)
+
+``run.json`` is written last, once every check has passed: a folder without it holds no
+run yet, so a failed first start does not block the corrected command. The settings are
+stored with the corpus as a resolved path and without the folder's own path, so a run
+resumes whether the command spells its paths ``r``, ``./r/`` or ``/abs/r``, and after
+the folder is moved.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Iterator
+
+from .checkpoint import (CheckpointError, average_checkpoints, load_checkpoint,
+                         prune_checkpoints, save_checkpoint, step_checkpoints)
+from .data import corpus_folder
+from .tokenizer import Tokenizer
+from .train_config import TrainConfig, TrainingError, run_settings
+
+
+def run_identity(cfg: TrainConfig) -> dict:
+    """What ``run.json`` stores for ``cfg``: its run-defining settings, with the corpus
+    resolved to an absolute folder (``data_root`` folded into it)."""
+    return _normalised(run_settings(cfg), cfg.data_root)
+
+
+def _normalised(settings: dict, data_root: str | None = None) -> dict:
+    settings = dict(settings)
+    settings.pop("out_dir", None)                   # written by earlier versions
+    root = settings.pop("data_root", data_root)
+    corpus = settings.get("corpus")
+    if isinstance(corpus, str) and corpus != "wmt14":
+        settings["corpus"] = str(corpus_folder(corpus, root))
+    return settings
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+class RunFolder:
+    """The files of one run under ``path`` (see the module docstring)."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.run_file = self.path / "run.json"
+        self.tokenizer_file = self.path / "spm.model"
+        self.checkpoint_dir = self.path / "checkpoints"
+        self.metrics_file = self.path / "metrics.jsonl"
+        self.average_file = self.path / "average.pt"
+
+    def __repr__(self) -> str:
+        return f"RunFolder({str(self.path)!r})"
+
+    # ------------------------------------------------------------ definition
+    def exists(self) -> bool:
+        """Whether the folder holds a run (its ``run.json``)."""
+        return self.run_file.is_file()
+
+    def settings(self) -> dict:
+        """The stored run-defining settings (normalised as :func:`run_identity`)."""
+        try:
+            stored = json.loads(self.run_file.read_text(encoding="utf-8"))["train"]
+            if not isinstance(stored, dict):
+                raise TypeError
+        except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError):
+            raise TrainingError(f"{self.run_file} is not a run file of this package: delete "
+                                f"it or use another --out folder") from None
+        return _normalised(stored)
+
+    def check(self, identity: dict) -> None:
+        """Raise :class:`TrainingError` unless the stored run has the settings ``identity``."""
+        defaults = run_settings(TrainConfig())      # for settings an older file lacks
+        stored = self.settings()
+        differ = []
+        for key, value in identity.items():
+            theirs = stored.get(key, defaults.get(key))
+            if json.dumps(theirs, sort_keys=True) != json.dumps(value, sort_keys=True):
+                differ.append(f"{key} {json.dumps(theirs)} there, {json.dumps(value)} now")
+        if differ:
+            raise TrainingError(f"{self.path} holds a run with different settings "
+                                f"({'; '.join(differ)}): use another --out folder, or the "
+                                f"run's own settings to resume it")
+
+    def create(self, identity: dict, tokenizer: Tokenizer) -> None:
+        """Start a run: write the tokenizer, then ``run.json`` (last: it marks a run)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        _write_atomic(self.tokenizer_file, tokenizer.serialized())
+        _write_atomic(self.run_file, json.dumps({"train": identity}, indent=1).encode())
+
+    def tokenizer(self) -> Tokenizer:
+        """The run's BPE vocabulary (``spm.model``)."""
+        return Tokenizer.load(self.tokenizer_file)
+
+    # --------------------------------------------------------------- metrics
+    def log(self, record: dict) -> None:
+        """Append one record to ``metrics.jsonl``."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        with open(self.metrics_file, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+
+    def records(self) -> list[dict]:
+        """The records of ``metrics.jsonl`` in file order. A torn last line (a kill in the
+        middle of a write) is left out; any other unreadable line raises
+        :class:`TrainingError` naming the file and line."""
+        if not self.metrics_file.exists():
+            return []
+        lines = self.metrics_file.read_text(encoding="utf-8", errors="replace").split("\n")
+        records = []
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                if not isinstance(record, dict) or not isinstance(record.get("step"), int):
+                    raise ValueError("no integer 'step'")
+            except ValueError as exc:
+                if number == len(lines):          # no newline after it: a torn write
+                    break
+                raise TrainingError(f"{self.metrics_file}: line {number} is not a metrics "
+                                    f"record ({exc}); remove that line to resume") from None
+            records.append(record)
+        return records
+
+    def keep_metrics(self, step: int | None) -> None:
+        """Keep exactly the records an uninterrupted run had written when it saved the
+        checkpoint of update ``step`` (those of updates <= ``step``, not the end-of-run
+        record); ``None`` (a fresh start) keeps none."""
+        if step is None:
+            self.metrics_file.unlink(missing_ok=True)
+            return
+        kept = [r for r in self.records() if r["step"] <= step and not r.get("final")]
+        if self.metrics_file.exists():
+            _write_atomic(self.metrics_file,
+                          "".join(json.dumps(r) + "\n" for r in kept).encode())
+
+    # ------------------------------------------------------------ checkpoints
+    def checkpoints(self) -> list[Path]:
+        """``checkpoints/step_*.pt``, oldest first."""
+        return step_checkpoints(self.checkpoint_dir)
+
+    def save(self, state: dict, step: int, keep_last: int) -> Path:
+        """Write the checkpoint of update ``step``; keep the newest ``keep_last``."""
+        path = save_checkpoint(state, self.checkpoint_dir / f"step_{step:07d}.pt")
+        prune_checkpoints(self.checkpoint_dir, keep_last)
+        return path
+
+    def complete_checkpoints(self, map_location="cpu") -> Iterator[tuple[Path, dict]]:
+        """(path, state) of each loadable checkpoint, newest first; damaged ones are
+        skipped with a warning (a crash can leave at most a stray temporary file, but a
+        disk can still fail)."""
+        for path in reversed(self.checkpoints()):
+            try:
+                state = load_checkpoint(path, map_location=map_location)
+            except CheckpointError as exc:
+                warnings.warn(f"skipping {exc}")
+                continue
+            yield path, state
+
+    def average(self, keep_last: int) -> Path | None:
+        """Average the newest ``keep_last`` checkpoints into ``average.pt`` (section 6.1)."""
+        paths = self.checkpoints()[-keep_last:]
+        if not paths:
+            return None
+        return save_checkpoint(average_checkpoints(paths), self.average_file)

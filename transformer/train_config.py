@@ -1,0 +1,170 @@
+"""The settings of a training run (section 5), declared once with their help and roles.
+
+Every field of :class:`TrainConfig` carries its metadata:
+
+* ``help``: the text ``python -m transformer train --help`` shows (the command line is
+  generated from these fields, see :mod:`transformer.cli`);
+* ``run``: the field defines the run. A run folder stores these (``run.json``); resuming
+  with a different value is refused, because the result would be neither run;
+* ``result``: the field changes what the run produces (weights, metrics) without defining
+  it, e.g. ``max_updates`` (a run may be extended) or ``threads`` (float rounding). The
+  book's cache key hashes the ``run`` and ``result`` fields; fields with neither say where
+  things live (``out_dir``, ``data_root``) or how the run is shown (``progress``);
+* optional ``choices``, ``min``, ``max``: checked by :class:`TrainConfig` itself and by the
+  command line; ``flag``: the command-line name when it is not the field's name.
+
+Importing this module does not import torch.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+
+from .config import PRESETS, ModelConfig
+
+DIRECTIONS = ("en-de", "de-en")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+
+
+class TrainingError(RuntimeError):
+    """A run cannot start or go on: bad data, a foreign run folder, a diverged loss.
+
+    The message names the file or setting at fault; the command line prints it as one
+    line (no traceback).
+    """
+
+
+def setting(default=dataclasses.MISSING, *, help: str, run: bool, result: bool | None = None,
+            default_factory=dataclasses.MISSING, **extra):
+    """A :class:`TrainConfig` field with its metadata (see the module docstring)."""
+    metadata = {"help": help, "run": run, "result": run if result is None else result, **extra}
+    if default_factory is not dataclasses.MISSING:
+        return field(default_factory=default_factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+@dataclass
+class TrainConfig:
+    """Everything one training run needs (section 5); the command line mirrors its fields.
+
+    Adam and the schedule of equation (3) (section 5.3), label smoothing and dropout (5.4),
+    token-bucketed batches with gradient accumulation (5.1), checkpoint averaging (6.1).
+    Invalid values raise ``ValueError`` naming the field and its flag.
+    """
+
+    out_dir: str = setting(
+        "runs/small", flag="out", run=False, result=False,
+        help="run folder: vocabulary (spm.model), run.json, checkpoints/, metrics.jsonl, "
+             "average.pt; running the same command again resumes the run in it")
+    corpus: str = setting(
+        "multi30k-en-de", run=True,
+        help="a folder under the data dir (multi30k-en-de, tatoeba-en-de), a path to a folder "
+             "holding {train,valid,test}.{src,tgt}[.gz], or wmt14 (Hugging Face datasets)")
+    direction: str = setting("en-de", run=True, choices=DIRECTIONS,
+                             help="translation direction (the files hold English as source)")
+    data_root: str | None = setting(
+        None, run=False, result=False,
+        help="the data dir holding the corpus folders (default: $TRANSFORMER_DATA, else "
+             "../shared/data beside this checkout, else ~/.cache/transformer/data)")
+    preset: str = setting("small", run=True, choices=tuple(sorted(PRESETS)),
+                          help="model size: small (CPU), base or big (Table 3)")
+    model_overrides: dict = setting(
+        default_factory=dict, flag="model", run=True,
+        help="override a ModelConfig field, FIELD=VALUE (repeatable), e.g. "
+             "--model norm_position=pre --model n_heads=4")
+    vocab_size: int = setting(8000, run=True, min=5,
+                              help="size of the shared source-target BPE vocabulary (5.1; "
+                                   "paper: 37000)")
+    max_tokens: int = setting(4096, run=True, min=1,
+                              help="padded tokens per micro-batch, source or target")
+    update_tokens: int = setting(4096, run=True, min=1,
+                                 help="target tokens per update, reached by gradient "
+                                      "accumulation (5.1; paper: 25000)")
+    max_updates: int = setting(0, run=False, result=True, min=0,
+                               help="stop after this many updates (0: no limit)")
+    max_epochs: int = setting(0, run=False, result=True, min=0,
+                              help="stop after this many epochs (0: no limit)")
+    time_limit_min: float = setting(0.0, run=False, result=True, min=0,
+                                    help="stop after this many minutes of training wall "
+                                         "time, summed over resumes (0: no limit)")
+    warmup: int = setting(4000, run=True, min=1,
+                          help="warm-up updates of the learning rate, eq. (3) (5.3)")
+    lr_factor: float = setting(1.0, run=True, min=0,
+                               help="multiplies the learning rate of eq. (3)")
+    label_smoothing: float = setting(0.1, run=True, min=0, max=1,
+                                     help="label smoothing epsilon_ls (5.4)")
+    seed: int = setting(1, run=True,
+                        help="seed of the initial weights, dropout and batch order")
+    precision: str = setting(
+        "auto", run=True, choices=PRECISIONS,
+        help="fp32; bf16 autocast; fp16 autocast with loss scaling (CUDA only); auto: bf16, "
+             "or fp16 on a CUDA device without bf16")
+    compile: bool = setting(False, run=False, result=True, help="torch.compile the model")
+    threads: int = setting(0, run=False, result=True, min=0,
+                           help="torch CPU threads (0: torch's default)")
+    log_every: int = setting(10, run=False, result=True, min=1,
+                             help="log the training loss every this many updates")
+    eval_every: int = setting(0, run=False, result=True, min=0,
+                              help="validate every this many updates (0: at the end only)")
+    eval_bleu_sentences: int = setting(200, run=False, result=True, min=0,
+                                       help="greedy BLEU on this many validation pairs at "
+                                            "each validation (0: none)")
+    save_every: int = setting(200, run=True, min=1,
+                              help="write a checkpoint every this many updates")
+    keep_last: int = setting(5, run=True, min=1,
+                             help="checkpoints kept, averaged into average.pt at the end (6.1)")
+    max_len: int = setting(128, run=True, min=1,
+                           help="skip training pairs longer than this many tokens")
+    device: str = setting("auto", run=False, result=True,
+                          help="auto (CUDA when available), cpu, cuda or cuda:N; under "
+                               "torchrun each process takes its local GPU")
+    progress: bool = setting(True, run=False, result=False, help="show a progress bar")
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            check_value(f, getattr(self, f.name))
+        if not isinstance(self.model_overrides, dict):
+            raise ValueError(f"TrainConfig.model_overrides must be a dict, got "
+                             f"{type(self.model_overrides).__name__}")
+        self.model_config(self.vocab_size)          # a bad override fails now, not later
+
+    def model_config(self, vocab_size: int) -> ModelConfig:
+        """The :class:`ModelConfig` of this run: the preset, the overrides, ``vocab_size``."""
+        return ModelConfig.from_preset(self.preset, vocab_size=vocab_size,
+                                       **self.model_overrides)
+
+
+def flag(f: dataclasses.Field) -> str:
+    """The command-line option of field ``f``: ``--max-updates`` for ``max_updates``."""
+    return "--" + f.metadata.get("flag", f.name.replace("_", "-"))
+
+
+def check_value(f: dataclasses.Field, value) -> None:
+    """Raise ``ValueError`` naming the field and its flag when ``value`` breaks its rules."""
+    where = f"TrainConfig.{f.name} ({flag(f)})"
+    choices, low, high = (f.metadata.get(k) for k in ("choices", "min", "max"))
+    if choices is not None and value not in choices:
+        raise ValueError(f"{where} must be one of {', '.join(choices)}, got {value!r}")
+    if low is not None or high is not None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"{where} must be a number, got {value!r}")
+        if low is not None and value < low:
+            raise ValueError(f"{where} must be >= {low}, got {value}")
+        if high is not None and value > high:
+            raise ValueError(f"{where} must be <= {high}, got {value}")
+
+
+def _settings(cfg: TrainConfig, keep) -> dict:
+    return {f.name: json.loads(json.dumps(getattr(cfg, f.name)))
+            for f in dataclasses.fields(cfg) if keep(f.metadata)}
+
+
+def run_settings(cfg: TrainConfig) -> dict:
+    """The fields that define the run (metadata ``run``): a resume must match them."""
+    return _settings(cfg, lambda m: m["run"])
+
+
+def result_settings(cfg: TrainConfig) -> dict:
+    """The fields that change what a run produces (``run`` or ``result``): a cache key."""
+    return _settings(cfg, lambda m: m["run"] or m["result"])
