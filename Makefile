@@ -9,7 +9,7 @@ TORCH  ?= torch==2.13.0
 export TRANSFORMER_DATA ?= $(abspath ../shared/data)
 export PYTHONUNBUFFERED = 1
 
-.PHONY: setup test test-unit test-book book browser demo clean train-small clean-cache
+.PHONY: setup test test-unit test-book book browser demo clean train-small clean-cache gpu-data
 # Book builds and book tests run torch on one thread: on small shared CPUs the default
 # thread count thrashed (a 2-layer toy training: 100 s with 2 threads, 9 s with 1).
 BOOK_ENV := OMP_NUM_THREADS=1
@@ -69,3 +69,9 @@ train-small: setup
 # and the data (book/transformer_book/runs.py); this forces a retrain.
 clean-cache:
 	rm -rf $${TRANSFORMER_CACHE:-$$HOME/.cache/transformer/runs}
+
+# The GPU machine has no network and no ../shared: copy Multi30k into .gpu_data/ (git-ignored)
+# and carry it with the repository; then run `bash benchmarks/gpu_check.sh` there.
+gpu-data:
+	mkdir -p .gpu_data
+	cp -r $(TRANSFORMER_DATA)/multi30k-en-de .gpu_data/

@@ -26,3 +26,10 @@ def shared_data() -> Path:
             pytest.fail(f"{message}; CI is set, so this fails instead of skipping")
         pytest.skip(message)
     return root
+
+
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device here"))])
+def device(request) -> torch.device:
+    """Where a device-aware test runs: the CPU always, and a CUDA GPU when there is one."""
+    return torch.device(request.param)

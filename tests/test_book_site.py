@@ -166,6 +166,7 @@ FIGURES_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).m
   const axes = {};
   for (const id of [...(sub.xaxis || []), ...(sub.yaxis || [])]) {
     const name = id[0] + 'axis' + id.slice(1);
+    if (fl[name] && fl[name].visible === false) continue;     // a hidden axis (a diagram)
     axes[name] = text(fl[name] && fl[name].title);
   }
   const colorbars = (gd.data || [])
@@ -232,6 +233,10 @@ def test_page(path, open_page, request, capsys):
     figs = figures(page)
     if Path(path).name[:2].isdigit():                      # a chapter notebook
         assert figs, f"{path}: no plotly figure on the page"
+        # plotly.js (4.8 MB) must not block the text from painting: loaded with defer
+        deferred = page.evaluate("() => Array.from(document.scripts).filter((s) => "
+                                 "s.src.includes('plotly')).map((s) => s.defer)")
+        assert deferred and all(deferred), f"{path}: plotly.js not deferred: {deferred}"
     for i, fig in enumerate(figs):
         where = f"{path} figure {i + 1} ({fig['title'] or 'untitled'})"
         assert fig["drawn"] and fig["width"] > 100 and fig["height"] > 100, f"{where} not drawn"

@@ -54,18 +54,19 @@ def max_diff(a, b):
 
 # ------------------------------------------------------------- the fused kernel
 @pytest.mark.parametrize("self_attention", [True, False])
-def test_fused_attention_equals_equation_1_outputs_and_gradients(self_attention):
+def test_fused_attention_equals_equation_1_outputs_and_gradients(self_attention, device):
     torch.manual_seed(0)
-    plain = MultiHeadAttention(CFG)
-    fast = FastMultiHeadAttention(CFG)
+    plain = MultiHeadAttention(CFG).to(device)
+    fast = FastMultiHeadAttention(CFG).to(device)
     fast.load_state_dict(plain.state_dict())
     q_len, k_len = (6, 6) if self_attention else (5, 8)
-    query = torch.randn(3, q_len, CFG.d_model, requires_grad=True)
-    memory = query if self_attention else torch.randn(3, k_len, CFG.d_model, requires_grad=True)
-    keep = torch.ones(3, 1, 1, k_len, dtype=torch.bool)
+    query = torch.randn(3, q_len, CFG.d_model, device=device, requires_grad=True)
+    memory = query if self_attention else torch.randn(3, k_len, CFG.d_model, device=device,
+                                                      requires_grad=True)
+    keep = torch.ones(3, 1, 1, k_len, dtype=torch.bool, device=device)
     keep[1, ..., k_len // 2:] = False
     if self_attention:                       # the decoder's: the causal mask, as a flag
-        plain_mask, fast_mask = causal_mask(q_len), Layout(causal=True)
+        plain_mask, fast_mask = causal_mask(q_len, device=device), Layout(causal=True)
     else:
         plain_mask, fast_mask = keep, keep
     outputs, grads = [], []
@@ -110,12 +111,14 @@ def fast_loss_and_grads(model, batch):
 @pytest.mark.parametrize("aligned", [True, False])
 @pytest.mark.parametrize("skip_padding", [True, False])
 @NORMS
-def test_training_loss_and_every_gradient_equal_the_plain_form(norm, skip_padding, aligned):
+def test_training_loss_and_every_gradient_equal_the_plain_form(norm, skip_padding, aligned,
+                                                               device):
     # fused kernel + packed rows + the projection fused into the loss, against the plain
     # model's logits and label_smoothed_nll_loss (dropout 0: the masks are random)
     plain, fast = both_forms(norm)
+    plain, fast = plain.to(device), fast.to(device)
     fast.skip_padding = skip_padding
-    batch = padded_batch(aligned=aligned)
+    batch = [t.to(device) for t in padded_batch(aligned=aligned)]
     loss_plain, grads_plain = plain_loss_and_grads(plain.train(), batch)
     loss_fast, grads_fast = fast_loss_and_grads(fast.train(), batch)
     assert abs(loss_fast.item() - loss_plain.item()) <= TOL * loss_plain.item()
@@ -211,10 +214,10 @@ def test_fast_losses_equal_label_smoothed_nll_loss():
 
 # ---------------------------------------------------------------- the KV cache
 @NORMS
-def test_incremental_decoding_with_the_cache_equals_the_plain_decoder(norm):
+def test_incremental_decoding_with_the_cache_equals_the_plain_decoder(norm, device):
     plain, fast = both_forms(norm)
-    plain.eval(), fast.eval()
-    src, tgt_in, _ = padded_batch()
+    plain, fast = plain.to(device).eval(), fast.to(device).eval()
+    src, tgt_in, _ = (t.to(device) for t in padded_batch())
     tgt_in = tgt_in[:, :6].clone()
     tgt_in[tgt_in == CFG.pad_id] = 5                # every position real while decoding
     with torch.no_grad():
@@ -226,9 +229,10 @@ def test_incremental_decoding_with_the_cache_equals_the_plain_decoder(norm):
     assert max_diff(torch.cat(steps, 1), full) <= TOL
 
 
-def test_cached_search_equals_the_plain_models_search():
+def test_cached_search_equals_the_plain_models_search(device):
     plain, fast = both_forms(dropout=0.1)
-    src = padded_batch(batch=6)[0]                    # each source ends in EOS
+    plain, fast = plain.to(device), fast.to(device)
+    src = padded_batch(batch=6)[0].to(device)         # random ids, right-padded
     src[torch.arange(6), (src != CFG.pad_id).sum(1) - 1] = CFG.eos_id
     assert greedy_decode(fast, src, max_extra=6) == greedy_decode(plain, src, max_extra=6)
     assert beam_search(fast, src, max_extra=6) == beam_search(plain, src, max_extra=6)

@@ -29,6 +29,7 @@ from .batching import BatchIterator
 from .data import ParallelCorpus, corpus_folder, load_corpus
 from .distributed import Distributed
 from .fast import FastLabelSmoothingLoss, FastTransformer, SequenceLoss
+from .host_memory import release_free_memory
 from .run_folder import RunFolder, run_identity
 from .schedule import noam_lr
 from .tokenizer import Tokenizer
@@ -36,6 +37,10 @@ from .train_config import TrainConfig, TrainingError
 
 __all__ = ["Trainer", "TrainConfig", "TrainingError", "SequenceLoss", "make_optimizer",
            "autocast", "resolve_precision"]
+
+# Updates between handing freed heap pages back to the OS on CPU (transformer.host_memory);
+# 0: never. Measured in benchmarks/README.md ("Host memory").
+TRIM_EVERY = 10
 
 
 # ----------------------------------------------------------------- helpers
@@ -342,8 +347,8 @@ class Trainer:
         """One optimizer update from this rank's micro-batches; returns the mean loss."""
         model = self.train_model
         model.train()
-        loss_sum = 0.0
-        for i, batch in enumerate(micro_batches):
+        loss_sum = torch.zeros((), dtype=torch.float64, device=self.device)  # on the device:
+        for i, batch in enumerate(micro_batches):                            # one sync an update
             batch = batch.to(self.device, non_blocking=True)
             last = i == len(micro_batches) - 1
             ctx = model.no_sync() if self.dist.world > 1 and not last else contextlib.nullcontext()
@@ -351,8 +356,8 @@ class Trainer:
                 loss = model(batch.src, batch.tgt_in, batch.tgt_out)
             scaled = loss * (self.dist.world / n_tokens_global)
             (self.scaler.scale(scaled) if self.scaler else scaled).backward()
-            loss_sum += loss.item()
-        mean_loss = self.dist.sum(loss_sum) / n_tokens_global
+            loss_sum += loss.detach()
+        mean_loss = self.dist.sum(loss_sum.item()) / n_tokens_global
         if not math.isfinite(mean_loss):
             last = self.run.checkpoints() if self.run is not None else []
             raise TrainingError(
@@ -398,6 +403,8 @@ class Trainer:
                 if not micro:
                     break
                 loss = self.train_update(micro, n_tokens)
+                if self.device.type == "cpu" and TRIM_EVERY and self.step % TRIM_EVERY == 0:
+                    release_free_memory()          # keeps a long CPU run's memory flat
                 self.train_seconds = base_seconds + time.perf_counter() - start
                 window_tokens += n_tokens
                 if self.step % cfg.log_every == 0:
