@@ -1,6 +1,7 @@
 # Two entry points, each doing all of its own set-up on a fresh machine:
 #   make book   build the book (executes every chapter on CPU)  -> _build/html
 #   make test   unit tests, notebooks under nbval, browser test of the built site
+, := ,
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 # The CPU wheel lies on disk on our machines; on a GPU box use e.g. TORCH="torch"
@@ -9,12 +10,15 @@ TORCH  ?= torch==2.13.0
 export TRANSFORMER_DATA ?= $(abspath ../shared/data)
 export PYTHONUNBUFFERED = 1
 
-.PHONY: setup test test-unit test-book book browser demo clean train-small clean-cache gpu-data
+.PHONY: setup test test-unit test-book book browser jemalloc demo clean train-small clean-cache gpu-data
 # Book builds and book tests run torch on one thread: on small shared CPUs the default
 # thread count thrashed (a 2-layer toy training: 100 s with 2 threads, 9 s with 1).
-BOOK_ENV := OMP_NUM_THREADS=1
+# The book build trains its cached model in a kernel: under jemalloc (when installed) its
+# memory stays flat (transformer/host_memory.py; `python -m transformer` does this itself).
+JEMALLOC := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/lib/aarch64-linux-gnu/libjemalloc.so.2))
+BOOK_ENV := OMP_NUM_THREADS=1 $(if $(JEMALLOC),LD_PRELOAD=$(JEMALLOC) MALLOC_CONF=dirty_decay_ms:-1$(,)muzzy_decay_ms:-1)
 
-setup: $(VENV)/.installed browser
+setup: $(VENV)/.installed browser jemalloc
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -48,6 +52,13 @@ browser:
 	@test -x /usr/bin/chromium || { test "$$(id -u)" = 0 && \
 	  apt-get update -qq && apt-get install -y -qq chromium; } || \
 	  echo "warning: no /usr/bin/chromium; tests/test_book_site.py will be skipped"
+
+# Debian's jemalloc, which `python -m transformer` loads for flat host memory in training.
+jemalloc:
+	@test -e /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 -o -e /usr/lib/aarch64-linux-gnu/libjemalloc.so.2 || \
+	  { test "$$(id -u)" = 0 && apt-get install -y -qq libjemalloc2 >/dev/null 2>&1 || \
+	    { apt-get update -qq && apt-get install -y -qq libjemalloc2; }; } || \
+	  echo "warning: no libjemalloc2; training runs with glibc malloc (memory grows)"
 
 demo: setup
 	$(PY) -m transformer demo

@@ -1,3 +1,8 @@
-from .cli import main
+"""``python -m transformer ...``: the command line, under jemalloc when it is installed."""
+from .host_memory import exec_with_jemalloc
+
+exec_with_jemalloc()            # host memory stays flat in long CPU runs (host_memory.py)
+
+from .cli import main  # noqa: E402
 
 main()

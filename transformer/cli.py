@@ -1,4 +1,5 @@
-"""Command line: ``python -m transformer train | translate | evaluate | average | demo``.
+"""Command line: ``python -m transformer train | translate | evaluate | average | export |
+demo``.
 
 The options of ``train`` are generated from the fields of
 :class:`~transformer.train_config.TrainConfig` (name, type, default, help, choices and
@@ -245,6 +246,16 @@ def cmd_average(args):
     print(f"averaged {len(paths)} checkpoints into {args.out}")
 
 
+def cmd_export(args):
+    """``export``: ONNX graphs, tokenizer and manifest of a checkpoint (for the browser)."""
+    from .export import export_checkpoint
+    manifest = export_checkpoint(args.checkpoint, args.out, opset=args.opset)
+    sizes = ", ".join(f"{name} {entry['bytes'] / 2**20:.1f} MiB"
+                      for name, entry in manifest["files"].items())
+    print(f"exported {args.checkpoint} into {args.out}: {sizes}; checked against torch "
+          f"(onnxruntime, within 1e-4)")
+
+
 def cmd_demo(args):
     """A few training steps of a tiny model on real data: shapes and falling losses."""
     import tempfile
@@ -270,7 +281,7 @@ def cmd_demo(args):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The parser of ``python -m transformer`` with its five subcommands."""
+    """The parser of ``python -m transformer`` with its subcommands."""
     parser = argparse.ArgumentParser(prog="python -m transformer", description=DESCRIPTION,
                                      formatter_class=_DescribedHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -301,11 +312,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--last", type=_bounded(int, 0), default=0,
                    help="only the last N (0: all)")
     p.add_argument("--out", required=True, help="the averaged checkpoint to write (required)")
+    p = sub.add_parser("export", help="ONNX graphs + tokenizer + manifest, for the browser",
+                       formatter_class=HelpFormatter)
+    p.add_argument("checkpoint", help="a checkpoint file (e.g. run/average.pt)")
+    p.add_argument("--out", required=True, help="the folder to write (required)")
+    p.add_argument("--opset", type=_bounded(int, 14), default=17, help="ONNX opset version")
     p = sub.add_parser("demo", help="train a tiny model a few steps on Multi30k",
                        formatter_class=HelpFormatter)
     p.add_argument("--steps", type=_bounded(int, 1), default=30, help="updates to train")
     p.add_argument("--threads", type=_bounded(int, 1), default=2, help="torch CPU threads")
     return parser
+
+
+def run():
+    """The ``transformer`` console script: :func:`main` under jemalloc when it is installed
+    (see :mod:`transformer.host_memory`)."""
+    from .host_memory import exec_with_jemalloc
+    exec_with_jemalloc()
+    main()
 
 
 def main(argv=None):
@@ -314,7 +338,7 @@ def main(argv=None):
     from .checkpoint import CheckpointError
     from .train_config import TrainingError
     command = {"train": cmd_train, "translate": cmd_translate, "evaluate": cmd_evaluate,
-               "average": cmd_average, "demo": cmd_demo}[args.command]
+               "average": cmd_average, "export": cmd_export, "demo": cmd_demo}[args.command]
     try:
         command(args)
     except (CheckpointError, TrainingError, ValueError, FileNotFoundError) as exc:

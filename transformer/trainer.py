@@ -29,7 +29,6 @@ from .batching import BatchIterator
 from .data import ParallelCorpus, corpus_folder, load_corpus
 from .distributed import Distributed
 from .fast import FastLabelSmoothingLoss, FastTransformer, SequenceLoss
-from .host_memory import release_free_memory
 from .run_folder import RunFolder, run_identity
 from .schedule import noam_lr
 from .tokenizer import Tokenizer
@@ -37,10 +36,6 @@ from .train_config import TrainConfig, TrainingError
 
 __all__ = ["Trainer", "TrainConfig", "TrainingError", "SequenceLoss", "make_optimizer",
            "autocast", "resolve_precision"]
-
-# Updates between handing freed heap pages back to the OS on CPU (transformer.host_memory);
-# 0: never. Measured in benchmarks/README.md ("Host memory").
-TRIM_EVERY = 10
 
 
 # ----------------------------------------------------------------- helpers
@@ -403,8 +398,6 @@ class Trainer:
                 if not micro:
                     break
                 loss = self.train_update(micro, n_tokens)
-                if self.device.type == "cpu" and TRIM_EVERY and self.step % TRIM_EVERY == 0:
-                    release_free_memory()          # keeps a long CPU run's memory flat
                 self.train_seconds = base_seconds + time.perf_counter() - start
                 window_tokens += n_tokens
                 if self.step % cfg.log_every == 0:

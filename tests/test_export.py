@@ -1,0 +1,108 @@
+"""The exported ONNX graphs compute what the torch model computes (issue: the browser)."""
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+pytest.importorskip("onnxruntime")
+
+from transformer.data import load_corpus  # noqa: E402
+from transformer.decoding import beam_search, build_source_batch, greedy_decode  # noqa: E402
+from transformer.export import ExportError, OnnxModel, export_model  # noqa: E402
+from transformer.fast import plain_form, record_attention  # noqa: E402
+from transformer.inference import load_model  # noqa: E402
+from transformer.train_config import TrainConfig  # noqa: E402
+from transformer.trainer import Trainer  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def trained(shared_data, tmp_path_factory):
+    """A small model trained for 150 updates on Multi30k, and its export."""
+    out = tmp_path_factory.mktemp("export-run")
+    cfg = TrainConfig(out_dir=str(out), data_root=str(shared_data), vocab_size=1000,
+                      max_tokens=2048, update_tokens=2048, max_updates=150, warmup=60,
+                      precision="fp32", threads=2, save_every=150, keep_last=1,
+                      eval_bleu_sentences=0, progress=False,
+                      model_overrides=dict(d_model=64, d_ff=128, n_heads=4,
+                                           n_encoder_layers=2, n_decoder_layers=2))
+    Trainer.from_config(cfg).fit()
+    model, tokenizer = load_model(out / "average.pt")
+    export_model(model, tokenizer, out / "web")
+    return model, tokenizer, out
+
+
+@pytest.fixture(scope="module")
+def test_sources(trained, shared_data):
+    _, tokenizer, _ = trained
+    test = load_corpus("multi30k-en-de", "test", root=shared_data)
+    return [tokenizer.encode(s) for s in test.src[:200]]
+
+
+def batch(model, ids):
+    return build_source_batch(ids, model.cfg.pad_id, model.cfg.eos_id, model.cfg.max_len)
+
+
+def test_manifest_lists_the_files_the_vocabulary_and_the_decoding_settings(trained):
+    model, tokenizer, out = trained
+    manifest = json.loads((out / "web" / "manifest.json").read_text())
+    assert set(manifest["files"]) == {"encoder.onnx", "decoder.onnx", "spm.model"}
+    assert len(manifest["vocabulary"]) == tokenizer.vocab_size == model.cfg.vocab_size
+    assert manifest["special_ids"] == {"pad": 0, "bos": 1, "eos": 2, "unk": 3}
+    assert manifest["decoding"]["beam_size"] == 4 and manifest["decoding"]["alpha"] == 0.6
+    assert manifest["config"]["d_model"] == 64
+
+
+def test_logits_and_attention_match_torch_on_test_sentences(trained, test_sources):
+    model, _, out = trained
+    onnx = OnnxModel(out / "web")
+    plain = plain_form(model).eval()
+    src = batch(model, test_sources[:16])
+    tgt_in = torch.cat([torch.full((16, 1), model.cfg.bos_id), src[:, :7].clamp(min=4)], 1)
+    memory = onnx.encode(src)
+    logits = onnx.decode(tgt_in, memory, src)[:, 0]
+    with torch.no_grad(), record_attention(plain) as rec:
+        src_mask = plain.source_mask(src)
+        expected_memory = plain.encode(src, src_mask)
+        expected = plain.project(plain.decode(tgt_in, expected_memory, src_mask))[:, -1]
+    assert (memory - expected_memory).abs().max() <= 1e-4
+    assert (logits - expected).abs().max() <= 1e-4
+    for kind in ("encoder.self", "decoder.self", "decoder.cross"):
+        assert (onnx.attention[kind] - rec.stacked(kind)).abs().max() <= 1e-4, kind
+
+
+def test_greedy_and_beam_4_give_the_torch_models_token_ids(trained, test_sources):
+    model, _, out = trained
+    onnx = OnnxModel(out / "web")
+    for lo in range(0, 200, 50):
+        src = batch(model, test_sources[lo:lo + 50])
+        assert greedy_decode(onnx, src) == greedy_decode(model, src), lo
+        assert beam_search(onnx, src, 4, 0.6) == beam_search(model, src, 4, 0.6), lo
+
+
+def test_export_command_and_its_errors(trained, tmp_path):
+    _, _, out = trained
+    run = subprocess.run([sys.executable, "-m", "transformer", "export",
+                          str(out / "average.pt"), "--out", str(tmp_path / "web")],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "checked against torch" in run.stdout and (tmp_path / "web" / "decoder.onnx").is_file()
+    missing = subprocess.run([sys.executable, "-m", "transformer", "export",
+                              str(tmp_path / "nope.pt"), "--out", str(tmp_path / "x")],
+                             capture_output=True, text=True, timeout=300)
+    assert missing.returncode == 2 and "nope.pt" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    (tmp_path / "web" / "encoder.onnx").write_bytes(b"tampered")
+    with pytest.raises(ExportError, match="checksum"):
+        OnnxModel(tmp_path / "web")
+
+
+def test_a_mismatched_tokenizer_is_refused(trained, tmp_path):
+    model, tokenizer, out = trained
+    from transformer import FastTransformer, ModelConfig
+    other = FastTransformer(ModelConfig(**{**model.cfg.to_dict(), "vocab_size": 1200,
+                                           "tgt_vocab_size": 1200}))
+    with pytest.raises(ExportError, match="do not belong together"):
+        export_model(other, tokenizer, tmp_path / "web")
+    assert not (tmp_path / "web" / "encoder.onnx").exists()           # nothing written

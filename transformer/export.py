@@ -1,0 +1,224 @@
+"""Export a trained model for the browser: ONNX graphs, the tokenizer and a manifest.
+
+``python -m transformer export CHECKPOINT --out DIR`` writes
+
+* ``encoder.onnx``: ``src`` (B, S) int64 -> ``memory`` (B, S, d_model) and
+  ``encoder_attention`` (layers, B, heads, S, S);
+* ``decoder.onnx``: one decoding step over the whole prefix. ``tgt_in`` (B, T) int64,
+  ``memory`` and ``src`` (its padding is the cross-attention mask) -> ``logits`` (B, V) of
+  the next token, ``self_attention`` (layers, B, heads, T, T) and ``cross_attention``
+  (layers, B, heads, T, S);
+* ``spm.model``: the shared BPE vocabulary;
+* ``manifest.json``: the configuration, the special ids, the vocabulary's pieces, the
+  decoding settings of section 6.1 and a SHA-256 of every file.
+
+The graphs are the paper's plain form (:mod:`transformer.model`): no cache and no packing,
+whose data-dependent shapes do not belong in a graph. The search loop (greedy, or beam 4
+with the length penalty) runs outside, in the same algorithm as :mod:`transformer.decoding`:
+:class:`OnnxModel` runs it in Python over onnxruntime (tests/test_export.py checks the
+token ids against the torch model's), and the book's page runs it in JavaScript.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import warnings
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from .config import ModelConfig
+from .fast import plain_form, record_attention
+from .model import Transformer
+from .tokenizer import Tokenizer
+
+FORMAT = 1
+DECODING = {"beam_size": 4, "alpha": 0.6, "max_extra": 50, "stopping": "count",
+            "min_output_tokens": 1}
+
+
+class ExportError(ValueError):
+    """The model cannot be exported as asked; the message names the problem."""
+
+
+class EncoderGraph(nn.Module):
+    """``src`` -> memory and every encoder layer's self-attention weights."""
+
+    def __init__(self, model: Transformer):
+        super().__init__()
+        self.model = model
+
+    def forward(self, src):
+        with record_attention(self.model) as rec:
+            memory = self.model.encode(src, self.model.source_mask(src))
+        return memory, rec.stacked("encoder.self")
+
+
+class DecoderGraph(nn.Module):
+    """One step over the prefix: the next token's logits and the decoder's attention."""
+
+    def __init__(self, model: Transformer):
+        super().__init__()
+        self.model = model
+
+    def forward(self, tgt_in, memory, src):
+        with record_attention(self.model) as rec:
+            states = self.model.decode(tgt_in, memory, self.model.source_mask(src))
+        logits = self.model.project(states[:, -1])                       # (B, V)
+        return logits, rec.stacked("decoder.self"), rec.stacked("decoder.cross")
+
+
+def _require_onnx():
+    try:
+        import onnx  # noqa: F401
+        import onnxruntime  # noqa: F401
+    except ImportError as exc:
+        raise ExportError(f"export needs the onnx and onnxruntime packages ({exc.name} is "
+                          f"missing): pip install onnx onnxruntime") from None
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _export(graph: nn.Module, args: tuple, path: Path, inputs: list[str], outputs: list[str],
+            dynamic: dict, opset: int) -> None:
+    with warnings.catch_warnings():          # the TorchScript exporter warns about itself
+        warnings.simplefilter("ignore")
+        torch.onnx.export(graph.eval(), args, str(path), input_names=inputs,
+                          output_names=outputs, dynamic_axes=dynamic, opset_version=opset,
+                          dynamo=False, do_constant_folding=True)
+
+
+def export_model(model: Transformer, tokenizer: Tokenizer, out: str | os.PathLike,
+                 opset: int = 17, check: bool = True, source: str = "") -> dict:
+    """Write the graphs, ``spm.model`` and ``manifest.json`` of ``model`` into ``out``.
+
+    ``check``: run both graphs in onnxruntime on a sample batch and raise
+    :class:`ExportError` unless logits, memory and attention agree with torch within 1e-4.
+    Returns the manifest.
+    """
+    _require_onnx()
+    cfg = model.cfg
+    if tokenizer.vocab_size != cfg.vocab_size:
+        raise ExportError(f"the tokenizer has {tokenizer.vocab_size} pieces but the model "
+                          f"{cfg.vocab_size} input ids: they do not belong together")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    plain = plain_form(model).eval()
+    sample_src = torch.tensor([[5, 6, 7, cfg.eos_id], [8, 9, cfg.eos_id, cfg.pad_id]])
+    sample_tgt = torch.tensor([[cfg.bos_id, 10, 11], [cfg.bos_id, 12, 13]])
+    encoder, decoder = EncoderGraph(plain), DecoderGraph(plain)
+    with torch.no_grad():
+        memory, _ = encoder(sample_src)
+    _export(encoder, (sample_src,), out / "encoder.onnx", ["src"],
+            ["memory", "encoder_attention"],
+            {"src": {0: "batch", 1: "src_len"}, "memory": {0: "batch", 1: "src_len"},
+             "encoder_attention": {1: "batch", 3: "src_len", 4: "src_len"}}, opset)
+    _export(decoder, (sample_tgt, memory, sample_src), out / "decoder.onnx",
+            ["tgt_in", "memory", "src"], ["logits", "self_attention", "cross_attention"],
+            {"tgt_in": {0: "batch", 1: "tgt_len"}, "memory": {0: "batch", 1: "src_len"},
+             "src": {0: "batch", 1: "src_len"}, "logits": {0: "batch"},
+             "self_attention": {1: "batch", 3: "tgt_len", 4: "tgt_len"},
+             "cross_attention": {1: "batch", 3: "tgt_len", 4: "src_len"}}, opset)
+    (out / "spm.model").write_bytes(tokenizer.serialized())
+    if check:
+        check_export(plain, out)
+    manifest = {
+        "format": FORMAT, "source": source, "config": cfg.to_dict(),
+        "special_ids": {"pad": cfg.pad_id, "bos": cfg.bos_id, "eos": cfg.eos_id,
+                        "unk": cfg.unk_id},
+        "decoding": DECODING,
+        "vocabulary": [tokenizer.id_to_piece(i) for i in range(tokenizer.vocab_size)],
+        "files": {name: {"bytes": (out / name).stat().st_size, "sha256": _sha256(out / name)}
+                  for name in ("encoder.onnx", "decoder.onnx", "spm.model")},
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1))
+    return manifest
+
+
+def export_checkpoint(path: str | os.PathLike, out: str | os.PathLike, **kwargs) -> dict:
+    """:func:`export_model` of a checkpoint file (its model and tokenizer)."""
+    from .inference import load_model
+    model, tokenizer = load_model(path)
+    return export_model(model, tokenizer, out, source=Path(path).name, **kwargs)
+
+
+# ------------------------------------------------------------- running the graphs
+class OnnxModel:
+    """The exported graphs behind the interface :mod:`transformer.decoding` searches with.
+
+    ``source_mask``, ``encode``, ``decode`` (which returns the next token's logits, so
+    ``project`` is the identity) and ``cfg``: ``greedy_decode(OnnxModel(dir), src)`` and
+    ``beam_search(...)`` then run on onnxruntime, recomputing the prefix each step as the
+    browser does. ``attention`` holds the last call's weights.
+    """
+
+    def __init__(self, folder: str | os.PathLike, threads: int = 1):
+        import onnxruntime as ort
+        folder = Path(folder)
+        manifest = json.loads((folder / "manifest.json").read_text())
+        for name, entry in manifest["files"].items():
+            if _sha256(folder / name) != entry["sha256"]:
+                raise ExportError(f"{folder / name} does not match manifest.json's checksum")
+        self.cfg = ModelConfig.from_dict(manifest["config"])
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = options.inter_op_num_threads = threads
+        self.encoder = ort.InferenceSession(str(folder / "encoder.onnx"), options)
+        self.decoder = ort.InferenceSession(str(folder / "decoder.onnx"), options)
+        self.training, self.attention = False, {}
+
+    # decoding's conventions: eval mode, no parameters, no cache
+    def eval(self):
+        return self
+
+    def train(self, mode: bool = True):
+        return self
+
+    def parameters(self):
+        return iter(())
+
+    def source_mask(self, src: torch.Tensor) -> torch.Tensor:
+        return src                                    # the decoder graph takes the ids
+
+    def encode(self, src: torch.Tensor, src_mask=None) -> torch.Tensor:
+        memory, weights = self.encoder.run(None, {"src": src.numpy()})
+        self.attention["encoder.self"] = torch.from_numpy(weights)
+        return torch.from_numpy(memory)
+
+    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src: torch.Tensor):
+        logits, self_w, cross_w = self.decoder.run(
+            None, {"tgt_in": tgt_in.numpy(), "memory": memory.numpy(), "src": src.numpy()})
+        self.attention.update({"decoder.self": torch.from_numpy(self_w),
+                               "decoder.cross": torch.from_numpy(cross_w)})
+        return torch.from_numpy(logits)[:, None, :]   # (B, 1, V): the last position
+
+    def project(self, logits: torch.Tensor) -> torch.Tensor:
+        return logits
+
+
+def check_export(model: Transformer, folder: str | os.PathLike, atol: float = 1e-4) -> None:
+    """Raise :class:`ExportError` unless onnxruntime reproduces ``model`` (plain form, eval)
+    on a sample batch: memory, the next-token logits and every attention weight."""
+    import onnxruntime as ort
+    folder = Path(folder)
+    cfg = model.cfg
+    src = torch.tensor([[9, 8, 7, 6, 5, cfg.eos_id], [4, 5, cfg.eos_id] + [cfg.pad_id] * 3])
+    tgt_in = torch.tensor([[cfg.bos_id, 4, 5, 6], [cfg.bos_id, 7, 8, 9]])
+    with torch.no_grad():
+        memory, enc_w = EncoderGraph(model)(src)
+        logits, self_w, cross_w = DecoderGraph(model)(tgt_in, memory, src)
+    encoder = ort.InferenceSession(str(folder / "encoder.onnx"))
+    decoder = ort.InferenceSession(str(folder / "decoder.onnx"))
+    got = dict(zip(["memory", "encoder_attention"], encoder.run(None, {"src": src.numpy()})))
+    got.update(zip(["logits", "self_attention", "cross_attention"], decoder.run(
+        None, {"tgt_in": tgt_in.numpy(), "memory": memory.numpy(), "src": src.numpy()})))
+    expected = {"memory": memory, "encoder_attention": enc_w, "logits": logits,
+                "self_attention": self_w, "cross_attention": cross_w}
+    for name, value in expected.items():
+        diff = (torch.from_numpy(got[name]) - value).abs().max().item()
+        if not diff <= atol:
+            raise ExportError(f"the exported {name} differs from torch's by {diff:.2e} "
+                              f"(> {atol}): the graph in {folder} is wrong")
