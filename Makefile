@@ -14,7 +14,7 @@ export PYTHONUNBUFFERED = 1
 # Book builds and book tests run torch on one thread: on small shared CPUs the default
 # thread count thrashed (a 2-layer toy training: 100 s with 2 threads, 9 s with 1).
 # The book build trains its cached model in a kernel: under jemalloc (when installed) its
-# memory stays flat (transformer/host_memory.py; `python -m transformer` does this itself).
+# memory grows far less (transformer/host_memory.py; `python -m transformer` does this itself).
 JEMALLOC := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/lib/aarch64-linux-gnu/libjemalloc.so.2))
 BOOK_ENV := OMP_NUM_THREADS=1 $(if $(JEMALLOC),LD_PRELOAD=$(JEMALLOC) MALLOC_CONF=dirty_decay_ms:-1$(,)muzzy_decay_ms:-1)
 

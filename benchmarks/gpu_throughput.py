@@ -13,6 +13,7 @@ as a fraction of the bf16 matmul peak measured in the same run, and ours' ratios
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import statistics
 import sys
@@ -107,6 +108,9 @@ def main(argv=None):
                    help="tiny dims, two updates, on the CPU: checks the script runs")
     args = p.parse_args(argv)
     device = torch.device("cuda" if torch.cuda.is_available() and not args.dry_run else "cpu")
+    if "marian" in args.models and importlib.util.find_spec("transformers") is None:
+        print("transformers is not installed: Marian left out (pip install transformers)")
+        args.models = [m for m in args.models if m != "marian"]
     if args.dry_run:
         args.presets, args.update_tokens, args.max_tokens = ["small"], 600, 300
         args.updates, args.warmup, args.vocab = 1, 1, 200

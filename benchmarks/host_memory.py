@@ -63,9 +63,11 @@ def main(argv=None):
             log(record)
 
         trainer.log = log_with_memory
+        before = host_memory.resident_mb()[1]         # the set-up: corpus, BPE, model
         threading.Thread(target=sample, daemon=True).start()
         trainer.fit()
         done.set()
+        closing = window["max"]          # after the last logged update: validation, saving
         records = [json.loads(line) for line in Path(tmp, "metrics.jsonl").read_text().splitlines()]
     updates = [r for r in records if "tokens_per_s" in r]
     rss = [(r["step"], r["rss_mb"]) for r in updates]
@@ -73,7 +75,8 @@ def main(argv=None):
     print(f"{args.updates} updates, {allocator}, {args.precision}, {args.threads} threads")
     for step, mb in rss[::max(1, len(rss) // 10)] + rss[-1:]:
         print(f"  updates up to {step:5d}: resident at most {mb:7.0f} MiB")
-    print(f"peak resident (VmHWM) {host_memory.resident_mb()[1]:.0f} MiB; median "
+    print(f"peak resident (VmHWM) {host_memory.resident_mb()[1]:.0f} MiB (set-up {before:.0f}, "
+          f"closing validation and checkpoint {closing:.0f}); median "
           f"{statistics.median(rates):,.0f} target tokens/s after update 100")
 
 

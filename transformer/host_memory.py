@@ -1,11 +1,11 @@
-"""Host memory on CPU: run under jemalloc, so that a long training run stays flat.
+"""Host memory on CPU: run under jemalloc, so that a long training run grows far less.
 
 Training batches change shape every step. glibc's malloc then keeps the freed blocks of
 one step in holes the next step's tensors do not fit, and the resident memory of a CPU
 run grows for thousands of updates: 5.6 GB after 1,000 updates of the CPU preset, where
 the working set is under 2 GB. jemalloc reuses its size classes across steps; with its
 purging switched off (``dirty_decay_ms:-1``, pages stay mapped for reuse instead of being
-handed back and faulted in again) the same run stays flat and is faster
+handed back and faulted in again) the same run peaks at 2.8 GB and is 8% faster
 (benchmarks/README.md, "Host memory").
 
 :func:`exec_with_jemalloc` restarts ``python -m transformer`` under Debian's
