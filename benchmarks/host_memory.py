@@ -35,12 +35,9 @@ def main(argv=None):
     args = p.parse_args(argv)
     preload = os.environ.get("LD_PRELOAD", "")
     if args.jemalloc and "jemalloc" not in preload:
-        library = host_memory.jemalloc_library()
-        if library is None:
-            raise SystemExit("no jemalloc installed (apt-get install libjemalloc2)")
-        env = {**os.environ, "LD_PRELOAD": library,
-               "MALLOC_CONF": os.environ.get("MALLOC_CONF", host_memory.JEMALLOC_CONF)}
-        os.execve(sys.executable, [sys.executable, *sys.argv], env)
+        host_memory.exec_with_jemalloc(sys.argv[1:], program=[sys.argv[0]])
+        raise SystemExit("no jemalloc to run under (apt-get install libjemalloc2; "
+                         "TRANSFORMER_MALLOC unset)")
     allocator = (f"jemalloc ({os.environ.get('MALLOC_CONF', '')})" if "jemalloc" in preload
                  else "glibc malloc")
     with tempfile.TemporaryDirectory() as tmp:

@@ -27,19 +27,23 @@ class CheckpointError(RuntimeError):
 STEP_FILE = re.compile(r"^step_(\d+)\.pt$")
 
 
-def save_checkpoint(state: dict, path: str | os.PathLike) -> Path:
-    """Write ``state`` to ``path`` atomically: a temporary file in the same folder, flushed
-    to disk, then renamed into place (a crash never leaves a half-written ``path``)."""
+def write_atomic(path: str | os.PathLike, data) -> Path:
+    """Write the bytes ``data`` to ``path`` atomically: a temporary file in the same folder
+    (``.<name>.<pid>.tmp``), flushed to disk, then renamed into place. A crash never
+    leaves a half-written ``path``; at worst a stray temporary file, which
+    :func:`prune_checkpoints` removes."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    buffer = io.BytesIO()
-    torch.save(state, buffer)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(buffer.getbuffer())
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():                    # an exception, not a crash: clean up now
+            tmp.unlink()
     try:   # make the rename itself durable
         fd = os.open(path.parent, os.O_RDONLY)
         os.fsync(fd)
@@ -47,6 +51,13 @@ def save_checkpoint(state: dict, path: str | os.PathLike) -> Path:
     except OSError:
         pass
     return path
+
+
+def save_checkpoint(state: dict, path: str | os.PathLike) -> Path:
+    """Write ``state`` to ``path`` with :func:`write_atomic` (``torch.save`` format)."""
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    return write_atomic(path, buffer.getbuffer())
 
 
 def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:

@@ -33,10 +33,11 @@ def jemalloc_library() -> str | None:
     return name if name else None
 
 
-def exec_with_jemalloc(argv: list[str] | None = None) -> None:
-    """Replace this process by ``python -m transformer ARGV`` under jemalloc, if jemalloc is
-    installed and not loaded yet (and ``TRANSFORMER_MALLOC`` is not ``system``). Returns
-    only when nothing is to be done (the same process goes on)."""
+def exec_with_jemalloc(argv: list[str] | None = None,
+                       program: list[str] | None = None) -> None:
+    """Replace this process by ``python -m transformer ARGV`` (or ``python PROGRAM ARGV``)
+    under jemalloc, if jemalloc is installed and not loaded yet (and ``TRANSFORMER_MALLOC``
+    is not ``system``). Returns only when nothing is to be done (the same process goes on)."""
     if (sys.platform != "linux" or os.environ.get("TRANSFORMER_MALLOC") == "system"
             or "jemalloc" in os.environ.get("LD_PRELOAD", "")):
         return
@@ -47,7 +48,8 @@ def exec_with_jemalloc(argv: list[str] | None = None) -> None:
     env["LD_PRELOAD"] = ":".join(p for p in (library, env.get("LD_PRELOAD")) if p)
     env.setdefault("MALLOC_CONF", JEMALLOC_CONF)
     args = sys.argv[1:] if argv is None else argv
-    os.execve(sys.executable, [sys.executable, "-m", "transformer", *args], env)
+    program = ["-m", "transformer"] if program is None else program
+    os.execve(sys.executable, [sys.executable, *program, *args], env)
 
 
 def resident_mb() -> tuple[float, float]:

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Iterator
 
 from .checkpoint import (CheckpointError, average_checkpoints, load_checkpoint,
-                         prune_checkpoints, save_checkpoint, step_checkpoints)
+                         prune_checkpoints, save_checkpoint, step_checkpoints, write_atomic)
 from .data import corpus_folder
 from .tokenizer import Tokenizer
 from .train_config import TrainConfig, TrainingError, run_settings
@@ -44,19 +43,6 @@ def _normalised(settings: dict, data_root: str | None = None) -> dict:
     if isinstance(corpus, str) and corpus != "wmt14":
         settings["corpus"] = str(corpus_folder(corpus, root))
     return settings
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 class RunFolder:
@@ -106,8 +92,8 @@ class RunFolder:
     def create(self, identity: dict, tokenizer: Tokenizer) -> None:
         """Start a run: write the tokenizer, then ``run.json`` (last: it marks a run)."""
         self.path.mkdir(parents=True, exist_ok=True)
-        _write_atomic(self.tokenizer_file, tokenizer.serialized())
-        _write_atomic(self.run_file, json.dumps({"train": identity}, indent=1).encode())
+        write_atomic(self.tokenizer_file, tokenizer.serialized())
+        write_atomic(self.run_file, json.dumps({"train": identity}, indent=1).encode())
 
     def tokenizer(self) -> Tokenizer:
         """The run's BPE vocabulary (``spm.model``)."""
@@ -152,7 +138,7 @@ class RunFolder:
             return
         kept = [r for r in self.records() if r["step"] <= step and not r.get("final")]
         if self.metrics_file.exists():
-            _write_atomic(self.metrics_file,
+            write_atomic(self.metrics_file,
                           "".join(json.dumps(r) + "\n" for r in kept).encode())
 
     # ------------------------------------------------------------ checkpoints

@@ -161,17 +161,13 @@ class FastLabelSmoothingLoss(LabelSmoothingLoss):
     """:class:`~transformer.loss.LabelSmoothingLoss` through :class:`SmoothedCrossEntropy`,
     plus :meth:`from_states`, the loss with the projection fused in."""
 
-    def forward(self, logits: torch.Tensor, target: torch.Tensor, reduction: str = "mean"):
-        if logits.shape[:-1] != target.shape:
-            raise ValueError(f"logits {tuple(logits.shape)} and target {tuple(target.shape)} "
-                             f"do not match")
+    def summed(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """The summed loss with the gradient p - q' written out; pad rows are dropped."""
         is_real = target != self.pad_id
-        n_tokens = int(is_real.sum())
-        if n_tokens < is_real.numel():        # drop pad rows (the trainer already has)
+        if not bool(is_real.all()):          # drop pad rows (the trainer already has)
             logits, target = logits[is_real], target[is_real]
-        loss = SmoothedCrossEntropy.apply(logits.reshape(-1, logits.size(-1)),
+        return SmoothedCrossEntropy.apply(logits.reshape(-1, logits.size(-1)),
                                           target.reshape(-1), self.smoothing)
-        return loss if reduction == "sum" else loss / max(n_tokens, 1)
 
     def from_states(self, states: torch.Tensor, weight: torch.Tensor, target: torch.Tensor):
         """Summed loss of the logits ``states @ weight.T`` (see

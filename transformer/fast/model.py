@@ -88,21 +88,24 @@ class FastTransformer(Transformer):
         states, rows = self.decode_rows(tgt_in, memory, src_mask, cache=cache)
         return unpack(states, rows)
 
+    def both_stacks(self, src: torch.Tensor, tgt_in: torch.Tensor):
+        """Encoder then decoder, the memory kept packed between them: (decoder states,
+        their Packing or None), as :meth:`decode_rows`."""
+        src_mask = self.source_mask(src)
+        memory, memory_rows = self.encode_rows(src, src_mask)
+        return self.decode_rows(tgt_in, memory, src_mask, memory_rows)
+
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         """As :meth:`Transformer.forward`; the memory stays packed between the stacks."""
         check_tokens(self.cfg, src, tgt_in)
-        src_mask = self.source_mask(src)
-        memory, memory_rows = self.encode_rows(src, src_mask)
-        states, rows = self.decode_rows(tgt_in, memory, src_mask, memory_rows)
+        states, rows = self.both_stacks(src, tgt_in)
         return self.project(unpack(states, rows))
 
     def target_states(self, src: torch.Tensor, tgt_in: torch.Tensor,
                       is_target: torch.Tensor) -> torch.Tensor:
         """Decoder states at the positions ``is_target`` (B, T) marks, (n, d_model) in
         row-major order: the training loss projects only the non-pad targets."""
-        src_mask = self.source_mask(src)
-        memory, memory_rows = self.encode_rows(src, src_mask)
-        states, rows = self.decode_rows(tgt_in, memory, src_mask, memory_rows)
+        states, rows = self.both_stacks(src, tgt_in)
         if rows is not None and torch.equal(rows.is_real, is_target):
             return states                              # packed rows are those positions
         return unpack(states, rows)[is_target]
