@@ -1,5 +1,5 @@
 """Command line: ``python -m transformer train | translate | evaluate | average | export |
-demo``.
+ablate | demo``.
 
 The options of ``train`` are generated from the fields of
 :class:`~transformer.train_config.TrainConfig` (name, type, default, help, choices and
@@ -25,6 +25,7 @@ examples:
   echo "A man is riding a bike." | python -m transformer translate runs/small/average.pt
   python -m transformer evaluate runs/small/average.pt --corpus multi30k-en-de --split test
   python -m transformer average runs/small/checkpoints --last 5 --out runs/small/avg5.pt
+  python -m transformer ablate --rows A,B --updates 400 --out runs/table3
   torchrun --nproc_per_node 8 -m transformer train --preset base --corpus wmt14 --out runs/base
 
 Each command has --help.
@@ -256,6 +257,21 @@ def cmd_export(args):
           f"(onnxruntime, within 1e-4)")
 
 
+def cmd_ablate(args):
+    """``ablate``: Table 3's rows at CPU scale, one results file (transformer.ablation)."""
+    import shlex
+    from .ablation import run_table, select_rows
+    rows = select_rows(args.rows)
+    settings = {k: v for k, v in (("threads", args.threads), ("corpus", args.corpus),
+                                  ("data_root", args.data_root), ("device", args.device))
+                if v is not None}
+    command = shlex.join(["python", "-m", "transformer", *args.argv])
+    data = run_table(rows, args.out, updates=args.updates, seed=args.seed, command=command,
+                     beam=args.beam, alpha=args.alpha, bleu_sentences=args.bleu_sentences,
+                     **settings)
+    print(f"{len(data['rows'])} results in {args.out}/results.json")
+
+
 def cmd_demo(args):
     """A few training steps of a tiny model on real data: shapes and falling losses."""
     import tempfile
@@ -317,6 +333,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("checkpoint", help="a checkpoint file (e.g. run/average.pt)")
     p.add_argument("--out", required=True, help="the folder to write (required)")
     p.add_argument("--opset", type=_bounded(int, 14), default=17, help="ONNX opset version")
+    from .ablation import GROUPS
+    p = sub.add_parser("ablate", help="Table 3 (section 6.2) at CPU scale: one row per "
+                       "changed setting", formatter_class=HelpFormatter,
+                       description="Train the rows of transformer.ablation.ROWS with one "
+                       "update budget and seed, score each on the valid split and write "
+                       "OUT/results.json. Running the same command again skips finished rows "
+                       "and resumes the one that was running.")
+    p.add_argument("--rows", default="all",
+                   help=f"row names (e.g. A-h1,C-N2) or groups ({', '.join(GROUPS)}), comma-"
+                        f"separated; the base row always runs")
+    p.add_argument("--updates", type=_bounded(int, 1), default=250,
+                   help="updates per row (the same for every row)")
+    p.add_argument("--out", default="runs/table3", help="the table's folder")
+    p.add_argument("--seed", type=_bounded(int, 0), default=1,
+                   help="seed of every row run by this command (a second seed gives error bars)")
+    p.add_argument("--corpus", default=None, help="corpus (default: multi30k-en-de)")
+    p.add_argument("--data-root", default=None, help="the data dir (as for train)")
+    p.add_argument("--threads", type=_bounded(int, 0), default=None,
+                   help="torch CPU threads (default: torch's)")
+    p.add_argument("--device", default=None, help="auto, cpu, cuda (default: auto)")
+    p.add_argument("--beam", type=_bounded(int, 1), default=4, help="beam size of dev BLEU")
+    p.add_argument("--alpha", type=_bounded(float, 0.0), default=0.6, help="length penalty")
+    p.add_argument("--bleu-sentences", type=_bounded(int, 0), default=0,
+                   help="dev BLEU on the first N valid sentences (0: all)")
     p = sub.add_parser("demo", help="train a tiny model a few steps on Multi30k",
                        formatter_class=HelpFormatter)
     p.add_argument("--steps", type=_bounded(int, 1), default=30, help="updates to train")
@@ -338,7 +378,9 @@ def main(argv=None):
     from .checkpoint import CheckpointError
     from .train_config import TrainingError
     command = {"train": cmd_train, "translate": cmd_translate, "evaluate": cmd_evaluate,
-               "average": cmd_average, "export": cmd_export, "demo": cmd_demo}[args.command]
+               "average": cmd_average, "export": cmd_export, "ablate": cmd_ablate,
+               "demo": cmd_demo}[args.command]
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         command(args)
     except (CheckpointError, TrainingError, ValueError, FileNotFoundError) as exc:

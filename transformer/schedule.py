@@ -19,6 +19,22 @@ def noam_lr(step: int, d_model: int, warmup: int = 4000, factor: float = 1.0) ->
     return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
 
 
+def no_warmup_lr(step: int, d_model: int, warmup: int = 4000, factor: float = 1.0) -> float:
+    """Equation (3) with its warm-up taken out (a study of Table 3's extra rows): the peak
+    rate d_model^-0.5 * warmup^-0.5 from step 1, then the same inverse-square-root decay,
+    equal to :func:`noam_lr` from step ``warmup`` on."""
+    if step < 1:
+        raise ValueError(f"no_warmup_lr counts steps from 1, got step={step}")
+    if d_model <= 0 or warmup <= 0:
+        raise ValueError(f"no_warmup_lr needs d_model > 0 and warmup > 0, got {d_model}, "
+                         f"{warmup}")
+    return factor * d_model ** -0.5 * max(step, warmup) ** -0.5
+
+
+SCHEDULES = {"noam": noam_lr, "no-warmup": no_warmup_lr}
+"""The learning-rate schedules by name (``TrainConfig.lr_schedule``)."""
+
+
 def noam_scheduler(optimizer, d_model: int, warmup: int = 4000, factor: float = 1.0):
     """A LambdaLR whose optimizer lr must be 1.0: lr(step) = noam_lr(step + 1, ...)."""
     for group in optimizer.param_groups:

@@ -90,6 +90,10 @@ class TrainConfig:
                                          "time, summed over resumes (0: no limit)")
     warmup: int = setting(4000, run=True, min=1,
                           help="warm-up updates of the learning rate, eq. (3) (5.3)")
+    lr_schedule: str = setting(
+        "noam", run=True, choices=("noam", "no-warmup"),
+        help="noam: equation (3), linear warm-up then inverse-square-root decay; no-warmup: "
+             "its peak rate from the first update, then the same decay (a study)")
     lr_factor: float = setting(1.0, run=True, min=0,
                                help="multiplies the learning rate of eq. (3)")
     label_smoothing: float = setting(0.1, run=True, min=0, max=1,

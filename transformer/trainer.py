@@ -30,7 +30,7 @@ from .data import ParallelCorpus, corpus_folder, load_corpus
 from .distributed import Distributed
 from .fast import FastLabelSmoothingLoss, FastTransformer, SequenceLoss
 from .run_folder import RunFolder, run_identity
-from .schedule import noam_lr
+from .schedule import SCHEDULES
 from .tokenizer import Tokenizer
 from .train_config import TrainConfig, TrainingError
 
@@ -321,8 +321,10 @@ class Trainer:
 
     # ------------------------------------------------------------ training
     def lr(self, step: int) -> float:
-        """The learning rate of update ``step`` (1-based), equation (3)."""
-        return noam_lr(step, self.model_cfg.d_model, self.cfg.warmup, self.cfg.lr_factor)
+        """The learning rate of update ``step`` (1-based): equation (3), or the schedule
+        ``cfg.lr_schedule`` names."""
+        schedule = SCHEDULES[self.cfg.lr_schedule]
+        return schedule(step, self.model_cfg.d_model, self.cfg.warmup, self.cfg.lr_factor)
 
     def next_micro_batches(self, batches):
         """The micro-batches of the next update, from the iterator ``batches``.

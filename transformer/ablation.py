@@ -1,0 +1,338 @@
+"""Section 6.2, Table 3: change one setting of the base model at a time, and measure.
+
+The paper varies its base model (N=6, d_model=512, h=8, 100K steps on WMT 2014) row by
+row and reports dev perplexity, dev BLEU (beam search, no checkpoint averaging) and
+parameters. :data:`ROWS` are the same rows scaled to the CPU preset (``small``: N=3,
+d_model=256, h=4, d_ff=1024), each paired with the paper row it scales, plus rows the
+paper does not have (post- vs pre-norm, each with and without warm-up; separate
+embeddings). :func:`run_table` trains every row with the same update budget and seed
+through :class:`~transformer.trainer.Trainer` (so a row resumes after a crash like any
+run), scores it and appends it to one results file with its provenance; rows already
+in the file are skipped, so running the same command again finishes an interrupted
+table. ``python -m transformer ablate`` is the command line.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .config import ModelConfig
+from .train_config import TrainConfig, TrainingError
+
+PAPER_SOURCE = ("Vaswani et al. 2017, Table 3: newstest2013 (dev), per-wordpiece perplexity, "
+                "BLEU with beam 4 and no checkpoint averaging, params x 10^6")
+PAPER_BASE = {"row": "base", "ppl": 4.92, "bleu": 25.8, "params_m": 65}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the table: what it changes from the base, and the paper row it scales."""
+
+    name: str                       # e.g. "A-h1"
+    group: str                      # Table 3's letter, or "norm" / "embed" (not in the paper)
+    label: str                      # what the row changes, in the table's own words
+    model: dict = field(default_factory=dict)   # ModelConfig overrides
+    train: dict = field(default_factory=dict)   # TrainConfig overrides
+    paper: dict | None = None       # {"row", "ppl", "bleu", "params_m"} of the paper's row
+
+
+def _paper(row: str, ppl: float, bleu: float, params_m: int | None = None) -> dict:
+    return {"row": row, "ppl": ppl, "bleu": bleu, "params_m": params_m or PAPER_BASE["params_m"]}
+
+
+ROWS: tuple[Row, ...] = (
+    Row("base", "base", "small preset: N=3, d_model=256, d_ff=1024, h=4, d_k=d_v=64",
+        paper=PAPER_BASE),
+    # (A) heads at constant computation: d_k = d_v = d_model / h
+    Row("A-h1", "A", "h=1, d_k=d_v=256", {"n_heads": 1}, paper=_paper("h=1, d_k=d_v=512", 5.29, 24.9)),
+    Row("A-h2", "A", "h=2, d_k=d_v=128", {"n_heads": 2}, paper=_paper("h=4, d_k=d_v=128", 5.00, 25.5)),
+    Row("A-h8", "A", "h=8, d_k=d_v=32", {"n_heads": 8}, paper=_paper("h=16, d_k=d_v=32", 4.91, 25.8)),
+    Row("A-h16", "A", "h=16, d_k=d_v=16", {"n_heads": 16}, paper=_paper("h=32, d_k=d_v=16", 5.01, 25.4)),
+    # (B) a smaller key size, d_v unchanged
+    Row("B-dk32", "B", "d_k=32 (halved)", {"d_k": 32}, paper=_paper("d_k=32", 5.01, 25.4, 60)),
+    Row("B-dk16", "B", "d_k=16 (quartered)", {"d_k": 16}, paper=_paper("d_k=16", 5.16, 25.1, 58)),
+    # (C) size: depth, width (d_k = d_model / h), feed-forward
+    Row("C-N1", "C", "N=1", {"n_encoder_layers": 1, "n_decoder_layers": 1},
+        paper=_paper("N=2", 6.11, 23.7, 36)),
+    Row("C-N2", "C", "N=2", {"n_encoder_layers": 2, "n_decoder_layers": 2},
+        paper=_paper("N=4", 5.19, 25.3, 50)),
+    Row("C-N4", "C", "N=4", {"n_encoder_layers": 4, "n_decoder_layers": 4},
+        paper=_paper("N=8", 4.88, 25.5, 80)),
+    Row("C-N6", "C", "N=6", {"n_encoder_layers": 6, "n_decoder_layers": 6}),
+    Row("C-d128", "C", "d_model=128, d_k=d_v=32", {"d_model": 128},
+        paper=_paper("d_model=256, d_k=d_v=32", 5.75, 24.5, 28)),
+    Row("C-d512", "C", "d_model=512, d_k=d_v=128", {"d_model": 512},
+        paper=_paper("d_model=1024, d_k=d_v=128", 4.66, 26.0, 168)),
+    Row("C-ff512", "C", "d_ff=512", {"d_ff": 512}, paper=_paper("d_ff=1024", 5.12, 25.4, 53)),
+    Row("C-ff2048", "C", "d_ff=2048", {"d_ff": 2048}, paper=_paper("d_ff=4096", 4.75, 26.2, 90)),
+    # (D) regularisation
+    Row("D-drop0", "D", "P_drop=0.0", {"dropout": 0.0}, paper=_paper("P_drop=0.0", 5.77, 24.6)),
+    Row("D-drop0.2", "D", "P_drop=0.2", {"dropout": 0.2}, paper=_paper("P_drop=0.2", 4.95, 25.5)),
+    Row("D-drop0.3", "D", "P_drop=0.3", {"dropout": 0.3}),
+    Row("D-ls0", "D", "eps_ls=0.0", train={"label_smoothing": 0.0},
+        paper=_paper("eps_ls=0.0", 4.67, 25.3)),
+    Row("D-ls0.2", "D", "eps_ls=0.2", train={"label_smoothing": 0.2},
+        paper=_paper("eps_ls=0.2", 5.47, 25.7)),
+    # (E) learned positions
+    Row("E-learned", "E", "learned positional embedding instead of sinusoids",
+        {"positional": "learned"}, paper=_paper("positional embedding instead of sinusoids",
+                                                4.92, 25.7)),
+    # not in the paper: where the layer norm sits, and warm-up; sharing the embeddings
+    Row("norm-pre", "norm", "pre-norm (LayerNorm before each sub-layer)",
+        {"norm_position": "pre"}),
+    Row("norm-post-nowarmup", "norm", "post-norm without warm-up",
+        train={"lr_schedule": "no-warmup"}),
+    Row("norm-pre-nowarmup", "norm", "pre-norm without warm-up", {"norm_position": "pre"},
+        train={"lr_schedule": "no-warmup"}),
+    Row("embed-separate", "embed", "separate source, target and output embeddings",
+        {"share_embeddings": False}),
+)
+ROW_BY_NAME = {row.name: row for row in ROWS}
+GROUPS = tuple(dict.fromkeys(row.group for row in ROWS))
+
+# The settings every row shares (the CPU recipe of `make train-small`, scaled to a short
+# budget); a row's own `train` overrides go on top.
+TABLE_TRAIN = dict(preset="small", corpus="multi30k-en-de", max_tokens=4096,
+                   update_tokens=4096, warmup=100, lr_factor=0.8, precision="bf16",
+                   eval_bleu_sentences=0, keep_last=1, progress=False, log_every=10)
+
+
+def select_rows(spec: str) -> list[Row]:
+    """Rows named by ``spec``: comma-separated row names or groups (``A``, ``norm``),
+    or ``all``; the base row is always included first (every row is read against it)."""
+    names = [part.strip() for part in spec.split(",") if part.strip()]
+    if not names:
+        raise ValueError("--rows is empty: name rows (e.g. A-h1) or groups "
+                         f"({', '.join(GROUPS)}), or all")
+    chosen = []
+    for name in names:
+        if name == "all":
+            chosen += ROWS
+        elif name in GROUPS:
+            chosen += [row for row in ROWS if row.group == name]
+        elif name in ROW_BY_NAME:
+            chosen.append(ROW_BY_NAME[name])
+        else:
+            raise ValueError(f"--rows: unknown row or group {name!r}; rows: "
+                             f"{', '.join(ROW_BY_NAME)}; groups: {', '.join(GROUPS)}")
+    names = dict.fromkeys(row.name for row in [ROW_BY_NAME["base"], *chosen])
+    return [ROW_BY_NAME[name] for name in names]
+
+
+def row_config(row: Row, out_dir: Path, *, seed: int, updates: int, **settings) -> TrainConfig:
+    """The :class:`TrainConfig` of ``row`` with ``seed``: the table's shared settings,
+    ``settings`` (the command's options) and the row's own overrides, in that order."""
+    values = {**TABLE_TRAIN, **settings, **row.train}
+    return TrainConfig(out_dir=str(out_dir / f"{row.name}-seed{seed}"), seed=seed,
+                       max_updates=updates, save_every=max(1, updates // 4),
+                       model_overrides=dict(row.model), **values)
+
+
+# ------------------------------------------------------------------ results
+def cpu_name() -> str:
+    """The CPU model with its family/model numbers, as ``lscpu`` gives them."""
+    try:
+        text = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
+        info = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+        info = {k.strip(): v.strip() for k, v in info.items()}
+        flags = info.get("Flags", "").split()
+        extras = [f for f in ("avx512_bf16", "amx_bf16") if f in flags]
+        return (f"{info.get('Model name', platform.processor())}, family "
+                f"{info.get('CPU family', '?')} model {info.get('Model', '?')}, "
+                f"{os.cpu_count()} CPUs" + (f", {' '.join(extras)}" if extras else ""))
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return platform.processor() or platform.machine()
+
+
+def git_commit() -> str:
+    """The package checkout's commit, with ``+changes`` when its tree is not clean."""
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here,
+                              capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "."], cwd=here,
+                               capture_output=True, text=True, timeout=10)
+        if head.returncode:
+            return "unknown (not a git checkout)"
+        return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (no git)"
+
+
+class ResultsFile:
+    """``results.json``: the provenance and one entry per (row, seed), written atomically."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    def read(self) -> dict:
+        if not self.path.exists():
+            return {"provenance": {}, "rows": []}
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            if not isinstance(data.get("rows"), list):
+                raise ValueError
+            return data
+        except (ValueError, AttributeError):
+            raise TrainingError(f"{self.path} is not a results file of `transformer ablate`: "
+                                f"move it away or use another --out folder") from None
+
+    def write(self, data: dict) -> None:
+        from .checkpoint import write_atomic
+        write_atomic(self.path, (json.dumps(data, indent=1) + "\n").encode())
+
+
+def done(data: dict, row: Row, seed: int) -> bool:
+    return any(r["row"] == row.name and r["seed"] == seed for r in data["rows"])
+
+
+# ---------------------------------------------------------------- one row
+def dev_perplexity(trainer) -> tuple[float, int]:
+    """Per-wordpiece perplexity on the valid split: exp of the mean negative
+    log-likelihood of each target token (no label smoothing), and the token count."""
+    import torch
+    from .fast import FastLabelSmoothingLoss, SequenceLoss
+    from .trainer import autocast
+    nll = SequenceLoss(trainer.model, FastLabelSmoothingLoss(0.0, trainer.tokenizer.pad_id))
+    trainer.model.eval()
+    total, tokens = 0.0, 0
+    with torch.no_grad():
+        for batch in trainer.valid_iter.batches(0):
+            batch = trainer.valid_iter.collate(batch).to(trainer.device)
+            with autocast(trainer.device, trainer.precision):
+                total += nll(batch.src, batch.tgt_in, batch.tgt_out).item()
+            tokens += batch.n_tgt_tokens
+    return math.exp(total / tokens), tokens
+
+
+def run_row(row: Row, cfg: TrainConfig, tokenizer, *, beam: int = 4, alpha: float = 0.6,
+            bleu_sentences: int = 0) -> dict:
+    """Train (or resume) ``row`` and score its last checkpoint on the valid split: dev
+    perplexity, and sacreBLEU of beam search (as the paper: no checkpoint averaging)."""
+    from .decoding import translate
+    from .evaluate import score
+    from .trainer import Trainer
+    trainer = Trainer.from_config(cfg, tokenizer=tokenizer)
+    entry = {"row": row.name, "group": row.group, "label": row.label, "seed": cfg.seed,
+             "model": dict(row.model), "train": dict(row.train),
+             "params": trainer.model.num_parameters(), "paper": row.paper,
+             "commit": git_commit()}
+    try:
+        trainer.fit()
+    except TrainingError as e:                 # a diverged row is a result, not a crash
+        if "loss is" not in str(e):
+            raise
+        return {**entry, "diverged": True, "error": str(e).split(":")[0],
+                "updates": trainer.step, "train_seconds": round(trainer.train_seconds, 1)}
+    records = trainer.run.records()
+    speeds = [r["tokens_per_s"] for r in records if "tokens_per_s" in r]
+    ppl, tokens = dev_perplexity(trainer)
+    valid = trainer.valid
+    n = bleu_sentences or len(valid.src)
+    start = time.perf_counter()
+    hyps = translate(trainer.model, trainer.tokenizer, valid.src[:n], beam_size=beam,
+                     alpha=alpha, device=trainer.device)
+    scored = score(hyps, valid.tgt[:n])
+    return {**entry, "diverged": False, "updates": trainer.step,
+            "train_seconds": round(trainer.train_seconds, 1),
+            "tokens_per_s": round(sum(speeds) / len(speeds)) if speeds else None,
+            "dev_ppl": round(ppl, 4), "dev_tokens": tokens, "dev_bleu": round(scored["bleu"], 2),
+            "dev_chrf": round(scored["chrf"], 2), "dev_sentences": n,
+            "decode_seconds": round(time.perf_counter() - start, 1)}
+
+
+# -------------------------------------------------------------- the table
+def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int, seed: int = 1,
+              command: str | None = None, beam: int = 4, alpha: float = 0.6,
+              bleu_sentences: int = 0, log=print, **settings) -> dict:
+    """Train and score ``rows`` (skipping those ``results.json`` already holds for
+    ``seed``) with ``updates`` updates each; return the results file's contents.
+
+    ``settings`` are TrainConfig fields shared by every row (e.g. ``threads``,
+    ``corpus``, ``data_root``); the table's shared settings, the budget and the vocabulary
+    (one ``spm.model`` for all rows, so perplexities compare) must match the file's.
+    """
+    from .tokenizer import Tokenizer
+    from .trainer import _nonempty, _train_tokenizer
+    from .data import load_corpus
+    out = Path(out_dir)
+    results = ResultsFile(out / "results.json")
+    data = results.read()
+    shared = {**TABLE_TRAIN, **{k: v for k, v in settings.items()
+                                if k not in ("threads", "data_root", "device")},
+              "updates": updates, "beam": beam, "alpha": alpha,
+              "bleu_sentences": bleu_sentences}
+    probe = row_config(ROWS[0], out, seed=seed, updates=updates, **settings)   # checks values
+    provenance = data["provenance"]
+    if provenance and provenance.get("shared") != shared:
+        raise TrainingError(f"{results.path} holds a table with other shared settings "
+                            f"({json.dumps(provenance.get('shared'))}); use another --out folder")
+    spm = out / "spm.model"
+    if spm.exists():
+        tokenizer = Tokenizer.load(spm)
+    else:
+        train = _nonempty(load_corpus(probe.corpus, "train", probe.direction, probe.data_root),
+                          probe, "train")
+        tokenizer = _train_tokenizer(train, probe)
+        from .checkpoint import write_atomic
+        write_atomic(spm, tokenizer.serialized())
+    import torch
+    provenance.update({
+        "shared": shared, "source": PAPER_SOURCE,
+        "started": provenance.get("started") or _now(),
+        "commands": list(dict.fromkeys([*provenance.get("commands", []),
+                                        command or " ".join(sys.argv)])),
+        "cpu": cpu_name(), "torch": torch.__version__,
+        "threads": settings.get("threads") or torch.get_num_threads(),
+        "device": settings.get("device", "auto"),
+    })
+    data["provenance"] = provenance
+    results.write(data)
+    for row in rows:
+        if done(data, row, seed):
+            log(f"{row.name} seed {seed}: in {results.path} already")
+            continue
+        cfg = row_config(row, out, seed=seed, updates=updates, **settings)
+        log(f"{row.name} seed {seed}: {row.label} ...")
+        entry = run_row(row, cfg, tokenizer, beam=beam, alpha=alpha,
+                        bleu_sentences=bleu_sentences)
+        entry["finished"] = _now()
+        data = results.read()                 # another process may have added rows
+        data["rows"] = [r for r in data["rows"]
+                        if not (r["row"] == row.name and r["seed"] == seed)] + [entry]
+        data["provenance"]["finished"] = entry["finished"]
+        results.write(data)
+        log(format_entry(entry))
+    return data
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def format_entry(entry: dict) -> str:
+    """One line: the row, its parameters and its dev figures (or that it diverged)."""
+    head = f"{entry['row']:>20} seed {entry['seed']}  {entry['params'] / 1e6:5.2f}M params"
+    if entry.get("diverged"):
+        return f"{head}  diverged at update {entry['updates']}"
+    return (f"{head}  dev ppl {entry['dev_ppl']:6.2f}  dev BLEU {entry['dev_bleu']:5.2f}  "
+            f"{entry['updates']} updates in {entry['train_seconds'] / 60:.1f} min")
+
+
+def parameters(row: Row, vocab_size: int = 8000) -> int:
+    """The parameter count of ``row``'s model, without building a trainer."""
+    from .model import Transformer
+    return Transformer(ModelConfig.small(vocab_size=vocab_size, **row.model)).num_parameters()
+
+
+__all__ = ["Row", "ROWS", "GROUPS", "TABLE_TRAIN", "PAPER_SOURCE", "select_rows",
+           "row_config", "run_row", "run_table", "dev_perplexity", "ResultsFile",
+           "format_entry", "parameters"]
