@@ -343,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rows", default="all",
                    help=f"row names (e.g. A-h1,C-N2) or groups ({', '.join(GROUPS)}), comma-"
                         f"separated; the base row always runs")
-    p.add_argument("--updates", type=_bounded(int, 1), default=250,
+    p.add_argument("--updates", type=_bounded(int, 1), default=400,
                    help="updates per row (the same for every row)")
     p.add_argument("--out", default="runs/table3", help="the table's folder")
     p.add_argument("--seed", type=_bounded(int, 0), default=1,
