@@ -252,6 +252,27 @@ def run_row(row: Row, cfg: TrainConfig, tokenizer, *, beam: int = 4, alpha: floa
             "decode_seconds": round(time.perf_counter() - start, 1)}
 
 
+def _row_in_child(name: str, cfg: TrainConfig, spm: str, kwargs: dict) -> dict:
+    import resource
+    import torch
+    from .tokenizer import Tokenizer
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    entry = run_row(ROW_BY_NAME[name], cfg, Tokenizer.load(spm), **kwargs)
+    entry["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    return entry
+
+
+def run_row_apart(row: Row, cfg: TrainConfig, spm: Path, **kwargs) -> dict:
+    """:func:`run_row` in a fresh process: each row starts with the host memory of one
+    run (a table of rows in one process grew past 24 GB and was killed, 2026-12-01), and
+    its peak resident memory is measured on its own (``peak_rss_mb``)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(_row_in_child, row.name, cfg, str(spm), kwargs).result()
+
+
 # -------------------------------------------------------------- the table
 def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int, seed: int = 1,
               command: str | None = None, beam: int = 4, alpha: float = 0.6,
@@ -305,8 +326,8 @@ def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int, seed
             continue
         cfg = row_config(row, out, seed=seed, updates=updates, **settings)
         log(f"{row.name} seed {seed}: {row.label} ...")
-        entry = run_row(row, cfg, tokenizer, beam=beam, alpha=alpha,
-                        bleu_sentences=bleu_sentences)
+        entry = run_row_apart(row, cfg, spm, beam=beam, alpha=alpha,
+                              bleu_sentences=bleu_sentences)
         entry["finished"] = _now()
         data = results.read()                 # another process may have added rows
         data["rows"] = [r for r in data["rows"]

@@ -349,7 +349,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_bounded(int, 0), default=1,
                    help="seed of every row run by this command (a second seed gives error bars)")
     p.add_argument("--corpus", default=None, help="corpus (default: multi30k-en-de)")
-    p.add_argument("--data-root", default=None, help="the data dir (as for train)")
+    p.add_argument("--data-root", default=None,
+                   help="the data dir (default: as for train, $TRANSFORMER_DATA, else "
+                        "../shared/data beside this checkout)")
     p.add_argument("--threads", type=_bounded(int, 0), default=None,
                    help="torch CPU threads (default: torch's)")
     p.add_argument("--device", default=None, help="auto, cpu, cuda (default: auto)")
