@@ -47,11 +47,23 @@ def batch(model, ids):
 def test_manifest_lists_the_files_the_vocabulary_and_the_decoding_settings(trained):
     model, tokenizer, out = trained
     manifest = json.loads((out / "web" / "manifest.json").read_text())
-    assert set(manifest["files"]) == {"encoder.onnx", "decoder.onnx", "spm.model"}
+    assert set(manifest["files"]) == {"encoder.onnx", "decoder.onnx", "weights.bin", "spm.model"}
     assert len(manifest["vocabulary"]) == tokenizer.vocab_size == model.cfg.vocab_size
+    assert manifest["scores"] == [tokenizer.sp.get_score(i) for i in range(tokenizer.vocab_size)]
     assert manifest["special_ids"] == {"pad": 0, "bos": 1, "eos": 2, "unk": 3}
     assert manifest["decoding"]["beam_size"] == 4 and manifest["decoding"]["alpha"] == 0.6
     assert manifest["config"]["d_model"] == 64
+
+
+def test_both_graphs_share_one_copy_of_every_weight(trained):
+    """The download is the model (4 bytes a parameter), not the sum of two graphs: the tied
+    embedding, used by both graphs and as the output projection, is stored once."""
+    model, _, out = trained
+    weights = (out / "web" / "weights.bin").stat().st_size
+    graphs = sum((out / "web" / f).stat().st_size for f in ("encoder.onnx", "decoder.onnx"))
+    parameters = 4 * model.num_parameters()
+    assert parameters <= weights + graphs <= 1.02 * parameters + 600_000, (weights, graphs)
+    assert weights <= 1.01 * parameters
 
 
 def test_logits_and_attention_match_torch_on_test_sentences(trained, test_sources):

@@ -8,9 +8,13 @@
   ``memory`` and ``src`` (its padding is the cross-attention mask) -> ``logits`` (B, V) of
   the next token, ``self_attention`` (layers, B, heads, T, T) and ``cross_attention``
   (layers, B, heads, T, S);
+* ``weights.bin``: the parameters of both graphs (ONNX external data), each tensor once:
+  the shared embedding (section 3.4) is stored once although both graphs use it, so the
+  download is the model's size (4 bytes a parameter), not the two graphs' sum;
 * ``spm.model``: the shared BPE vocabulary;
-* ``manifest.json``: the configuration, the special ids, the vocabulary's pieces, the
-  decoding settings of section 6.1 and a SHA-256 of every file.
+* ``manifest.json``: the configuration, the special ids, the vocabulary's pieces and
+  scores (the page's own BPE encoder merges by them), the decoding settings of section
+  6.1, and the size and SHA-256 of every file.
 
 The graphs are the paper's plain form (:mod:`transformer.model`): no cache and no packing,
 whose data-dependent shapes do not belong in a graph. The search loop (greedy, or beam 4
@@ -83,13 +87,49 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+WEIGHTS = "weights.bin"
+EXTERNAL_MIN_BYTES = 1024        # smaller tensors stay inside their graph
+
+
 def _export(graph: nn.Module, args: tuple, path: Path, inputs: list[str], outputs: list[str],
             dynamic: dict, opset: int) -> None:
+    # No constant folding: it would store a transposed copy of the tied embedding for the
+    # output projection (8 MB more for the book's model); the Transpose runs at load.
     with warnings.catch_warnings():          # the TorchScript exporter warns about itself
         warnings.simplefilter("ignore")
         torch.onnx.export(graph.eval(), args, str(path), input_names=inputs,
                           output_names=outputs, dynamic_axes=dynamic, opset_version=opset,
-                          dynamo=False, do_constant_folding=True)
+                          dynamo=False, do_constant_folding=False)
+
+
+def _share_weights(paths: list[Path], weights: Path) -> None:
+    """Move the large initializers of the graphs at ``paths`` into one external-data file,
+    storing tensors with equal bytes once (both graphs then point at the same offset)."""
+    import onnx
+    offsets: dict[bytes, tuple[int, int]] = {}
+    with open(weights, "wb") as blob:
+        for path in paths:
+            model = onnx.load(str(path))
+            for tensor in model.graph.initializer:
+                raw = onnx.numpy_helper.to_array(tensor).tobytes()
+                if len(raw) < EXTERNAL_MIN_BYTES:
+                    continue
+                digest = hashlib.sha256(raw).digest() + bytes([tensor.data_type])
+                if digest not in offsets:
+                    blob.write(b"\0" * (-blob.tell() % 64))       # aligned, as onnx does
+                    offsets[digest] = (blob.tell(), len(raw))
+                    blob.write(raw)
+                offset, length = offsets[digest]
+                tensor.ClearField("raw_data")
+                for field in ("float_data", "int64_data", "int32_data", "double_data"):
+                    tensor.ClearField(field)
+                del tensor.external_data[:]
+                for key, value in (("location", weights.name), ("offset", offset),
+                                   ("length", length)):
+                    entry = tensor.external_data.add()
+                    entry.key, entry.value = key, str(value)
+                tensor.data_location = onnx.TensorProto.EXTERNAL
+            onnx.save(model, str(path))
 
 
 def export_model(model: Transformer, tokenizer: Tokenizer, out: str | os.PathLike,
@@ -123,6 +163,7 @@ def export_model(model: Transformer, tokenizer: Tokenizer, out: str | os.PathLik
              "src": {0: "batch", 1: "src_len"}, "logits": {0: "batch"},
              "self_attention": {1: "batch", 3: "tgt_len", 4: "tgt_len"},
              "cross_attention": {1: "batch", 3: "tgt_len", 4: "src_len"}}, opset)
+    _share_weights([out / "encoder.onnx", out / "decoder.onnx"], out / WEIGHTS)
     (out / "spm.model").write_bytes(tokenizer.serialized())
     if check:
         check_export(plain, out)
@@ -132,8 +173,10 @@ def export_model(model: Transformer, tokenizer: Tokenizer, out: str | os.PathLik
                         "unk": cfg.unk_id},
         "decoding": DECODING,
         "vocabulary": [tokenizer.id_to_piece(i) for i in range(tokenizer.vocab_size)],
+        "scores": [tokenizer.sp.get_score(i) for i in range(tokenizer.vocab_size)],
+        "normalization": "nmt_nfkc, add_dummy_prefix, remove_extra_whitespaces",
         "files": {name: {"bytes": (out / name).stat().st_size, "sha256": _sha256(out / name)}
-                  for name in ("encoder.onnx", "decoder.onnx", "spm.model")},
+                  for name in ("encoder.onnx", "decoder.onnx", WEIGHTS, "spm.model")},
     }
     (out / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1))
     return manifest
