@@ -1,10 +1,19 @@
+import functools
+import http.server
 import os
+import shutil
+import subprocess
+import sys
+import threading
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+QUICK_OUT = REPO / "_build" / "quick"
 
 
 @pytest.fixture(autouse=True)
@@ -33,3 +42,103 @@ def shared_data() -> Path:
 def device(request) -> torch.device:
     """Where a device-aware test runs: the CPU always, and a CUDA GPU when there is one."""
     return torch.device(request.param)
+
+
+# ------------------------------------------- the built site in a real browser
+# (tests/test_book_site.py, tests/test_browser_model.py)
+@pytest.fixture(scope="session")
+def site_dir() -> Path:
+    given = os.environ.get("BOOK_HTML")
+    if given and (Path(given) / "index.html").is_file():
+        return Path(given).resolve()
+    jb = Path(sys.executable).with_name("jupyter-book")
+    if not jb.exists():
+        pytest.skip("jupyter-book is not installed (make setup)")
+    shutil.rmtree(QUICK_OUT, ignore_errors=True)    # Sphinx would skip unchanged chapters
+    env = {**os.environ, "BOOK_QUICK": "1", "OMP_NUM_THREADS": "1"}
+    shared = REPO.parent / "shared" / "data"               # offline corpora, as in conftest.py
+    if "TRANSFORMER_DATA" not in env and shared.is_dir():
+        env["TRANSFORMER_DATA"] = str(shared)
+    cmd = [str(jb), "build", str(REPO), "--path-output", str(QUICK_OUT), "-W", "--keep-going"]
+    run = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
+    if run.returncode != 0:
+        pytest.fail(f"book build failed ({' '.join(cmd)}):\n{(run.stdout + run.stderr)[-6000:]}")
+    return QUICK_OUT / "_build" / "html"
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="session")
+def base_url(site_dir):
+    handler = functools.partial(_QuietHandler, directory=str(site_dir))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (make setup installs Debian's chromium as root)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM))
+        yield chromium
+        chromium.close()
+
+
+class OpenPage:
+    """A page opened on the local server, with what it logged and what it asked for."""
+
+    def __init__(self, browser, url: str, viewport=(1280, 900), init_script: str = ""):
+        self.context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
+        if init_script:
+            self.context.add_init_script(init_script)
+        self.page = self.context.new_page()
+        self.requests: list[str] = []
+        self.page.set_default_timeout(90_000)           # 2 shared cores, 4.8 MB of plotly.js
+        self.errors: list[str] = []
+        self.outside: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
+        self.page.route("**/*", self._route)
+        response = self.page.goto(url, wait_until="load")
+        assert response is not None and response.ok, f"{url}: HTTP {response and response.status}"
+        self.page.wait_for_function(
+            "() => Array.from(document.querySelectorAll('.plotly-graph-div'))"
+            ".every((d) => d.querySelector('svg.main-svg'))")
+        # MathJax typesets asynchronously: wait for it where the page loads it.
+        self.page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise"
+                           " ? MathJax.startup.promise.then(() => true) : false")
+
+    def _route(self, route):
+        url = route.request.url
+        self.requests.append(url)
+        if url.startswith(("data:", "blob:")) or urlparse(url).hostname == "127.0.0.1":
+            route.continue_()
+        else:
+            self.outside.append(url)
+            route.abort()
+
+    def close(self):
+        self.context.close()
+
+
+@pytest.fixture
+def open_page(browser, base_url):
+    opened = []
+
+    def _open(path: str, **options) -> OpenPage:
+        p = OpenPage(browser, f"{base_url}/{path}", **options)
+        opened.append(p)
+        return p
+
+    yield _open
+    for p in opened:
+        p.close()

@@ -11,23 +11,13 @@ Screenshots go to ``_build/screenshots/<test name>/`` and their paths are printe
 """
 from __future__ import annotations
 
-import functools
-import http.server
 import json
-import os
 import re
-import shutil
-import subprocess
-import sys
-import threading
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
-QUICK_OUT = REPO / "_build" / "quick"
 SCREENSHOTS = REPO / "_build" / "screenshots"
 
 # Figures whose slider must change what is shown: (page, words in the figure's title).
@@ -49,99 +39,7 @@ def _toc_pages() -> list[str]:
 PAGES = _toc_pages()
 
 
-# ------------------------------------------------------------------ fixtures
-@pytest.fixture(scope="session")
-def site_dir() -> Path:
-    given = os.environ.get("BOOK_HTML")
-    if given and (Path(given) / "index.html").is_file():
-        return Path(given).resolve()
-    jb = Path(sys.executable).with_name("jupyter-book")
-    if not jb.exists():
-        pytest.skip("jupyter-book is not installed (make setup)")
-    shutil.rmtree(QUICK_OUT, ignore_errors=True)    # Sphinx would skip unchanged chapters
-    env = {**os.environ, "BOOK_QUICK": "1", "OMP_NUM_THREADS": "1"}
-    shared = REPO.parent / "shared" / "data"               # offline corpora, as in conftest.py
-    if "TRANSFORMER_DATA" not in env and shared.is_dir():
-        env["TRANSFORMER_DATA"] = str(shared)
-    cmd = [str(jb), "build", str(REPO), "--path-output", str(QUICK_OUT), "-W", "--keep-going"]
-    run = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
-    if run.returncode != 0:
-        pytest.fail(f"book build failed ({' '.join(cmd)}):\n{(run.stdout + run.stderr)[-6000:]}")
-    return QUICK_OUT / "_build" / "html"
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture(scope="session")
-def base_url(site_dir):
-    handler = functools.partial(_QuietHandler, directory=str(site_dir))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    server.server_close()
-
-
-@pytest.fixture(scope="session")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (make setup installs Debian's chromium as root)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(CHROMIUM))
-        yield chromium
-        chromium.close()
-
-
-class OpenPage:
-    """A page opened on the local server, with what it logged and what it asked for."""
-
-    def __init__(self, browser, url: str):
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
-        self.page = self.context.new_page()
-        self.page.set_default_timeout(90_000)           # 2 shared cores, 4.8 MB of plotly.js
-        self.errors: list[str] = []
-        self.outside: list[str] = []
-        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
-        self.page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
-        self.page.route("**/*", self._route)
-        response = self.page.goto(url, wait_until="load")
-        assert response is not None and response.ok, f"{url}: HTTP {response and response.status}"
-        self.page.wait_for_function(
-            "() => Array.from(document.querySelectorAll('.plotly-graph-div'))"
-            ".every((d) => d.querySelector('svg.main-svg'))")
-        # MathJax typesets asynchronously: wait for it where the page loads it.
-        self.page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise"
-                           " ? MathJax.startup.promise.then(() => true) : false")
-
-    def _route(self, route):
-        url = route.request.url
-        if url.startswith(("data:", "blob:")) or urlparse(url).hostname == "127.0.0.1":
-            route.continue_()
-        else:
-            self.outside.append(url)
-            route.abort()
-
-    def close(self):
-        self.context.close()
-
-
-@pytest.fixture
-def open_page(browser, base_url):
-    opened = []
-
-    def _open(path: str) -> OpenPage:
-        p = OpenPage(browser, f"{base_url}/{path}")
-        opened.append(p)
-        return p
-
-    yield _open
-    for p in opened:
-        p.close()
+# The site, its server, the browser and `open_page` are fixtures of tests/conftest.py.
 
 
 def screenshot(target, request, capsys, name: str) -> Path:
@@ -263,6 +161,34 @@ def test_slider_changes_figure(path, title_words, open_page, request, capsys):
     assert after["visible"] and after["visible"] != before["visible"], "same traces shown"
     assert after["z"] != before["z"], "the data shown did not change"
     assert not opened.errors, opened.errors
+
+
+PHONE_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+  .filter((gd) => gd.data.some((t) => t.type === 'heatmap')).map((gd) => {
+    const box = (sel) => Array.from(gd.querySelectorAll(sel), (e) => {
+      const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; })
+      .filter((b) => b[2] > b[0] && b[3] > b[1]);
+    return {title: gd._fullLayout.title.text, heatmap: gd._fullLayout._size.w,
+            titles: box('.gtitle, .gtitle-subtitle'), controls: box('.updatemenu-header-group, .slider-container')};
+  })"""
+
+
+def _overlap(a, b) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+@pytest.mark.parametrize("path", sorted({p for p, _ in SLIDER_FIGURES}))
+def test_heatmap_figures_fit_a_phone(path, open_page, request, capsys):
+    """At 390 px (a phone), every heatmap is at least 300 px wide (the figure scrolls
+    sideways) and no menu or slider covers a title."""
+    opened = open_page(path, viewport=(390, 844))
+    screenshot(opened.page, request, capsys, f"{Path(path).stem}-phone")
+    found = opened.page.evaluate(PHONE_JS)
+    assert found, f"{path}: no heatmap figure"
+    for fig in found:
+        assert fig["heatmap"] >= 300, fig
+        covered = [(c, t) for c in fig["controls"] for t in fig["titles"] if _overlap(c, t)]
+        assert not covered, (fig["title"], covered)
 
 
 def test_install_cells_use_the_configured_repository():

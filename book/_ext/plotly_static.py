@@ -98,7 +98,12 @@ def _stage(app, config) -> None:
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 # Chapter cells and the package's source run to 100 columns: fit them without scrolling.
+# On a phone, heatmap figures (transformer_book.viz.phone_width) keep 640 px and scroll.
 BOOK_CSS = """div.cell div.cell_input pre, div.highlight-python pre { font-size: 0.78em; }
+@media (max-width: 700px) {
+  .book-figure-wide { overflow-x: auto; }
+  .book-figure-wide .plotly-graph-div { min-width: 640px; }
+}
 """
 
 

@@ -65,6 +65,18 @@ def after_page_load(html: str) -> str:
     return re.sub(r"(<script[^>]*>)(.*?)(</script>)", wait, html, flags=re.DOTALL)
 
 
+WIDE_MIN_PX = 640   # a heatmap figure's width on a phone: the figure scrolls sideways
+
+
+def phone_width(html: str, fig_dict: dict) -> str:
+    """Wrap a figure that holds a heatmap in ``<div class="book-figure-wide">``: on a
+    narrow screen (a phone) book.css keeps it ``WIDE_MIN_PX`` wide and lets it scroll
+    sideways, so the map stays at least 300 px wide and the menu clear of the titles."""
+    if not any(t.get("type") == "heatmap" for t in fig_dict.get("data", [])):
+        return html
+    return f'<div class="book-figure-wide">{html}</div>'
+
+
 def setup_plotly() -> str:
     """Register the book's HTML renderer where the default is ``plotly_mimetype``.
 
@@ -85,7 +97,7 @@ def setup_plotly() -> str:
             html = pio.to_html(
                 fig_dict, include_plotlyjs=False, include_mathjax=False, full_html=False,
                 auto_play=False, validate=False, config={"responsive": True, "displaylogo": False})
-            bundle["text/html"] = after_page_load(html)
+            bundle["text/html"] = phone_width(after_page_load(html), fig_dict)
             return bundle
 
     pio.renderers[RENDERER] = BookHtmlRenderer()

@@ -1,0 +1,137 @@
+"""The book's trained model in the reader's browser: vendor the runtime, export the model.
+
+* onnxruntime-web (the WebAssembly build, run on one thread): fetched once with ``npm pack
+  onnxruntime-web@<version>`` into ``.cache/onnxruntime-web/`` (git-ignored) unless
+  ``ORT_WEB_DIR`` names its ``dist`` folder; ``ort.wasm.min.js`` and the SIMD WebAssembly
+  module it loads are copied to ``_static/ort/``. Without npm and without a cache this
+  warns (an error under ``-W``): the page would have no runtime.
+* The page's code, ``static/bpe.js`` (the BPE encoder) and ``static/translator.js`` (search
+  loops and widget), goes to ``_static``; both load only on a page that holds the widget's
+  element ``<div id="live-translator">``, which also gets the download size
+  (``data-bytes``). The runtime and the model load only when the reader asks.
+* The model: when the build has finished, the run chapters 7-9 use (``cached_run`` of
+  ``book_run_config``, already trained by chapter 7) is exported with
+  :func:`transformer.export.export_model` into ``_static/model/``.
+
+Enabled from ``_config.yml``: ``sphinx: local_extensions: {browser_model: book/_ext}``.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+ORT_VERSION = "1.30.0"
+ORT_FILES = ["ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"]
+STAGE = "_browser_static"
+HERE = Path(__file__).resolve().parent
+WIDGET = 'id="live-translator"'
+MODEL_FILES = ("encoder.onnx", "decoder.onnx", "weights.bin")   # what the page downloads
+
+
+def _ort_dist(srcdir: Path) -> Path | None:
+    """onnxruntime-web's ``dist`` folder: $ORT_WEB_DIR, the cache, or a fresh npm pack."""
+    env = os.environ.get("ORT_WEB_DIR")
+    if env:
+        return Path(env) if all((Path(env) / f).is_file() for f in ORT_FILES) else None
+    cache = srcdir / ".cache" / "onnxruntime-web" / ORT_VERSION
+    dist = cache / "package" / "dist"
+    if all((dist / f).is_file() for f in ORT_FILES):
+        return dist
+    npm = shutil.which("npm")
+    if npm is None:
+        return None
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            subprocess.run([npm, "pack", f"onnxruntime-web@{ORT_VERSION}", "--silent",
+                            "--pack-destination", tmp], check=True, capture_output=True,
+                           timeout=600)
+        except (subprocess.SubprocessError, OSError) as err:
+            logger.warning(f"browser_model: npm pack onnxruntime-web@{ORT_VERSION} failed: {err}")
+            return None
+        tgz = next(Path(tmp).glob("onnxruntime-web-*.tgz"))
+        with tarfile.open(tgz) as tar:
+            wanted = {f"package/dist/{f}" for f in ORT_FILES} | {"package/package.json"}
+            tar.extractall(cache, members=[m for m in tar.getmembers() if m.name in wanted],
+                           filter="data")
+    return dist if all((dist / f).is_file() for f in ORT_FILES) else None
+
+
+def _stage(app, config) -> None:
+    stage = Path(app.outdir).parent / STAGE
+    shutil.rmtree(stage, ignore_errors=True)
+    (stage / "ort").mkdir(parents=True)
+    for name in ("bpe.js", "translator.js", "translator.css"):
+        shutil.copy2(HERE / "static" / name, stage / name)
+    dist = _ort_dist(Path(app.srcdir))
+    if dist is None:
+        logger.warning("browser_model: no onnxruntime-web found (install npm or set "
+                       "ORT_WEB_DIR); the in-page translator will not run")
+    else:
+        for name in ORT_FILES:
+            shutil.copy2(dist / name, stage / "ort" / name)
+        (stage / "ort" / "NOTICE.txt").write_text(
+            f"onnxruntime-web {ORT_VERSION} (https://github.com/microsoft/onnxruntime), "
+            f"MIT License, Copyright (c) Microsoft Corporation. Copied from the npm package.\n")
+    config.html_static_path = list(config.html_static_path) + [str(stage)]
+
+
+def _page(app, pagename, templatename, context, doctree) -> None:
+    """The widget's scripts and style on the page that holds it, and its download size."""
+    body = context.get("body", "")
+    if WIDGET not in body:
+        return
+    app.add_js_file("bpe.js", priority=600)
+    app.add_js_file("translator.js", priority=600, defer="defer")
+    app.add_css_file("translator.css")
+    # the size is known once the model is exported, after the pages: _fill_size writes it
+    context["body"] = body.replace(WIDGET, f'{WIDGET} data-bytes=""', 1)
+
+
+def _export_model(app, exception) -> None:
+    """Export the book's trained model into ``_static/model`` once the build is done."""
+    if exception is not None or app.builder.format != "html":
+        return
+    sys.path.insert(0, str(Path(app.srcdir) / "book"))
+    try:
+        from transformer.export import export_model
+        from transformer.inference import load_model
+        from transformer_book import viz
+        from transformer_book.runs import book_run_config, cached_run
+        run = cached_run(book_run_config(viz.quick()))
+        model, tokenizer = load_model(run / "average.pt")
+        out = Path(app.outdir) / "_static" / "model"
+        manifest = export_model(model, tokenizer, out, source=f"{run.name}/average.pt")
+    finally:
+        sys.path.pop(0)
+    size = sum(manifest["files"][name]["bytes"] for name in MODEL_FILES)
+    logger.info(f"browser_model: exported {run}/average.pt into {out} ({size / 2**20:.1f} MiB "
+                f"for the page to download)")
+    _fill_size(Path(app.outdir), size)
+
+
+def _fill_size(outdir: Path, size: int) -> None:
+    """Write the download size into the pages that hold the widget (they were written
+    before the model existed)."""
+    for page in outdir.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        if f'{WIDGET} data-bytes="' in text:
+            page.write_text(re.sub(rf'{WIDGET} data-bytes="\d*"', f'{WIDGET} data-bytes="{size}"',
+                                   text), encoding="utf-8")
+
+
+def setup(app):
+    app.connect("config-inited", _stage, priority=900)
+    app.connect("html-page-context", _page, priority=900)
+    app.connect("build-finished", _export_model)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
