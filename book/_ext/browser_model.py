@@ -20,10 +20,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sys
-import tarfile
-import tempfile
 from pathlib import Path
 
 from sphinx.util import logging
@@ -40,31 +37,14 @@ MODEL_FILES = ("encoder.onnx", "decoder.onnx", "weights.bin")   # what the page 
 
 def _ort_dist(srcdir: Path) -> Path | None:
     """onnxruntime-web's ``dist`` folder: $ORT_WEB_DIR, the cache, or a fresh npm pack."""
+    from npm_cache import npm_package
     env = os.environ.get("ORT_WEB_DIR")
     if env:
         return Path(env) if all((Path(env) / f).is_file() for f in ORT_FILES) else None
-    cache = srcdir / ".cache" / "onnxruntime-web" / ORT_VERSION
-    dist = cache / "package" / "dist"
-    if all((dist / f).is_file() for f in ORT_FILES):
-        return dist
-    npm = shutil.which("npm")
-    if npm is None:
-        return None
-    cache.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            subprocess.run([npm, "pack", f"onnxruntime-web@{ORT_VERSION}", "--silent",
-                            "--pack-destination", tmp], check=True, capture_output=True,
-                           timeout=600)
-        except (subprocess.SubprocessError, OSError) as err:
-            logger.warning(f"browser_model: npm pack onnxruntime-web@{ORT_VERSION} failed: {err}")
-            return None
-        tgz = next(Path(tmp).glob("onnxruntime-web-*.tgz"))
-        with tarfile.open(tgz) as tar:
-            wanted = {f"package/dist/{f}" for f in ORT_FILES} | {"package/package.json"}
-            tar.extractall(cache, members=[m for m in tar.getmembers() if m.name in wanted],
-                           filter="data")
-    return dist if all((dist / f).is_file() for f in ORT_FILES) else None
+    wanted = {f"package/dist/{f}" for f in ORT_FILES} | {"package/package.json"}
+    package = npm_package(srcdir, "onnxruntime-web", ORT_VERSION, keep=wanted.__contains__,
+                          ready=lambda p: all((p / "dist" / f).is_file() for f in ORT_FILES))
+    return None if package is None else package / "dist"
 
 
 def _stage(app, config) -> None:

@@ -24,9 +24,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import tarfile
-import tempfile
 from pathlib import Path
 
 from sphinx.util import logging
@@ -47,31 +44,15 @@ def _plotly_js() -> Path:
 
 def _mathjax_es5(srcdir: Path) -> Path | None:
     """An unpacked MathJax ``es5`` folder: $MATHJAX_DIR, the cache, or a fresh npm pack."""
+    from npm_cache import npm_package
     env = os.environ.get("MATHJAX_DIR")
     if env:
         return Path(env) if (Path(env) / "tex-chtml.js").is_file() else None
-    cache = srcdir / ".cache" / "mathjax" / MATHJAX_VERSION
-    es5 = cache / "package" / "es5"
-    if (es5 / "tex-chtml.js").is_file():
-        return es5
-    npm = shutil.which("npm")
-    if npm is None:
-        return None
-    cache.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            subprocess.run([npm, "pack", f"mathjax@{MATHJAX_VERSION}", "--silent",
-                            "--pack-destination", tmp], check=True, capture_output=True,
-                           timeout=300)
-        except (subprocess.SubprocessError, OSError) as err:
-            logger.warning(f"plotly_static: npm pack mathjax@{MATHJAX_VERSION} failed: {err}")
-            return None
-        tgz = next(Path(tmp).glob("mathjax-*.tgz"))
-        with tarfile.open(tgz) as tar:
-            members = [m for m in tar.getmembers() if m.name.startswith("package/es5/")
-                       and not m.name.startswith("package/es5/sre/")]
-            tar.extractall(cache, members=members, filter="data")
-    return es5 if (es5 / "tex-chtml.js").is_file() else None
+    package = npm_package(srcdir, "mathjax", MATHJAX_VERSION,
+                          keep=lambda m: m.startswith("package/es5/")
+                          and not m.startswith("package/es5/sre/"),
+                          ready=lambda p: (p / "es5" / "tex-chtml.js").is_file())
+    return None if package is None else package / "es5"
 
 
 def _stage(app, config) -> None:
