@@ -179,3 +179,15 @@ def test_the_live_explorer_fits_a_phone(browser, base_url, exported):
         assert not opened.errors, opened.errors
     finally:
         opened.close()
+
+
+def test_the_model_stays_in_the_browsers_cache(loaded):
+    """A second visit (the same browser profile) loads the model without downloading it."""
+    page = loaded.page
+    before = len(loaded.requests)
+    page.reload(wait_until="load")
+    page.click("button.lt-load")
+    page.wait_for_selector("form.lt-form:not([hidden]), .lt-error", timeout=180_000)
+    assert not page.query_selector(".lt-error"), page.text_content(".lt-status")
+    again = [u for u in loaded.requests[before:] if u.endswith(MODEL_FILES)]
+    assert not again, f"downloaded again: {again}"

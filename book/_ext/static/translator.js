@@ -36,10 +36,13 @@
     });
   }
 
-  /* The bytes of url, from the Cache API when it holds them; onBytes(n) as they arrive. */
-  async function fetchBytes(url, onBytes) {
+  /* The bytes of url, from the Cache API when it holds this version (its SHA-256 in the
+     key, so a rebuilt site never serves a stale model; older versions are deleted);
+     onBytes(n) as they arrive. */
+  async function fetchBytes(url, sha, onBytes) {
     const cache = (typeof caches !== "undefined") ? await caches.open(CACHE).catch(() => null) : null;
-    let response = cache ? await cache.match(url) : undefined;
+    const key = `${url}?sha256=${sha}`;
+    let response = cache ? await cache.match(key) : undefined;
     const cached = !!response;
     if (!response) {
       response = await fetch(url);
@@ -58,7 +61,14 @@
     const bytes = new Uint8Array(total);
     let at = 0;
     for (const c of chunks) { bytes.set(c, at); at += c.length; }
-    if (cache && !cached) await cache.put(url, response).catch(() => {});
+    if (cache && !cached) {
+      for (const old of await cache.keys().catch(() => [])) {
+        if (old.url.startsWith(url + "?") && old.url !== new URL(key, location.href).href) {
+          await cache.delete(old).catch(() => {});
+        }
+      }
+      await cache.put(key, response).catch(() => {});          // e.g. over quota: no cache
+    }
     return bytes;
   }
 
@@ -101,11 +111,12 @@
       progress(0, total);
       const files = {};
       for (const name of wanted) {
-        files[name] = await fetchBytes(modelBase + name, (n) => { done += n; progress(done, total); });
+        const sha = manifest.files[name].sha256;
+        files[name] = await fetchBytes(modelBase + name, sha, (n) => { done += n; progress(done, total); });
         const digest = await sha256(files[name]);
-        if (digest && digest !== manifest.files[name].sha256) {
-          throw new Error(`${modelBase}${name} does not match manifest.json's checksum ` +
-                          `(a stale browser cache? reload the page)`);
+        if (digest && digest !== sha) {
+          throw new Error(`${modelBase}${name} does not match manifest.json's checksum: the ` +
+                          `site holds files of two builds; reload the page later`);
         }
       }
       if (typeof ort === "undefined") await loadScript(ortBase + "ort.wasm.min.js");
