@@ -130,6 +130,13 @@ class OpenPage:
         self.context.close()
 
 
+@pytest.fixture(scope="session")
+def new_page(browser, base_url):
+    """``new_page(path, **options)``: an :class:`OpenPage` the caller closes (for pages
+    kept open across the tests of a module)."""
+    return lambda path, **options: OpenPage(browser, f"{base_url}/{path}", **options)
+
+
 @pytest.fixture
 def open_page(browser, base_url):
     opened = []

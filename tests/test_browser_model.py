@@ -47,10 +47,9 @@ def sentences(shared_data):
 
 
 @pytest.fixture(scope="module")
-def loaded(browser, base_url):
+def loaded(new_page):
     """Chapter 9 with the model downloaded by pressing its button (one page per module)."""
-    from conftest import OpenPage
-    opened = OpenPage(browser, f"{base_url}/{PAGE}")
+    opened = new_page(PAGE)
     page = opened.page
     page.click("button.lt-load")
     page.wait_for_selector("form.lt-form:not([hidden]), .lt-error", timeout=180_000)
@@ -161,9 +160,8 @@ def test_a_browser_without_webassembly_is_told_so(open_page):
     assert not [u for u in opened.requests if "/_static/model/" in u]
 
 
-def test_the_live_explorer_fits_a_phone(browser, base_url, exported):
-    from conftest import OpenPage
-    opened = OpenPage(browser, f"{base_url}/{PAGE}", viewport=(390, 844))
+def test_the_live_explorer_fits_a_phone(new_page, exported):
+    opened = new_page(PAGE, viewport=(390, 844))
     try:
         page = opened.page
         page.click("button.lt-load")
