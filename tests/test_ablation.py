@@ -8,7 +8,7 @@ from transformer import ablation
 from transformer.ablation import ROW_BY_NAME, ROWS, run_row, run_table, select_rows
 from transformer.config import ModelConfig
 from transformer.schedule import no_warmup_lr, noam_lr
-from transformer.train_config import TrainConfig, TrainingError
+from transformer.train_config import LossDiverged, TrainConfig, TrainingError
 
 from test_cli import write_corpus
 
@@ -106,7 +106,7 @@ def test_a_diverged_row_is_recorded_not_raised(corpus, tmp_path, monkeypatch):
     from transformer.trainer import Trainer
 
     def diverge(self, micro, n_tokens):
-        raise TrainingError("loss is nan at update 1: training stopped")
+        raise LossDiverged("loss is nan at update 1: training stopped")
 
     monkeypatch.setattr(Trainer, "train_update", diverge)
     row = ROW_BY_NAME["norm-post-nowarmup"]

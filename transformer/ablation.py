@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import ModelConfig
-from .train_config import TrainConfig, TrainingError
+from .train_config import LossDiverged, TrainConfig, TrainingError
 
 PAPER_SOURCE = ("Vaswani et al. 2017, Table 3: newstest2013 (dev), per-wordpiece perplexity, "
                 "BLEU with beam 4 and no checkpoint averaging, params x 10^6")
@@ -201,18 +201,10 @@ def done(data: dict, row: Row, seed: int) -> bool:
 def dev_perplexity(trainer) -> tuple[float, int]:
     """Per-wordpiece perplexity on the valid split: exp of the mean negative
     log-likelihood of each target token (no label smoothing), and the token count."""
-    import torch
     from .fast import FastLabelSmoothingLoss, SequenceLoss
-    from .trainer import autocast
     nll = SequenceLoss(trainer.model, FastLabelSmoothingLoss(0.0, trainer.tokenizer.pad_id))
     trainer.model.eval()
-    total, tokens = 0.0, 0
-    with torch.no_grad():
-        for batch in trainer.valid_iter.batches(0):
-            batch = trainer.valid_iter.collate(batch).to(trainer.device)
-            with autocast(trainer.device, trainer.precision):
-                total += nll(batch.src, batch.tgt_in, batch.tgt_out).item()
-            tokens += batch.n_tgt_tokens
+    total, tokens = trainer.valid_sum(nll)
     return math.exp(total / tokens), tokens
 
 
@@ -230,9 +222,7 @@ def run_row(row: Row, cfg: TrainConfig, tokenizer, *, beam: int = 4, alpha: floa
              "commit": git_commit()}
     try:
         trainer.fit()
-    except TrainingError as e:                 # a diverged row is a result, not a crash
-        if "loss is" not in str(e):
-            raise
+    except LossDiverged as e:                  # a diverged row is a result, not a crash
         return {**entry, "diverged": True, "error": str(e).split(":")[0],
                 "updates": trainer.step, "train_seconds": round(trainer.train_seconds, 1)}
     records = trainer.run.records()
@@ -284,7 +274,6 @@ def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int, seed
     ``corpus``, ``data_root``); the table's shared settings, the budget and the vocabulary
     (one ``spm.model`` for all rows, so perplexities compare) must match the file's.
     """
-    from .tokenizer import Tokenizer
     from .trainer import _nonempty, _train_tokenizer
     from .data import load_corpus
     out = Path(out_dir)
@@ -299,10 +288,8 @@ def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int, seed
     if provenance and provenance.get("shared") != shared:
         raise TrainingError(f"{results.path} holds a table with other shared settings "
                             f"({json.dumps(provenance.get('shared'))}); use another --out folder")
-    spm = out / "spm.model"
-    if spm.exists():
-        tokenizer = Tokenizer.load(spm)
-    else:
+    spm = out / "spm.model"                   # one vocabulary for every row
+    if not spm.exists():
         train = _nonempty(load_corpus(probe.corpus, "train", probe.direction, probe.data_root),
                           probe, "train")
         tokenizer = _train_tokenizer(train, probe)

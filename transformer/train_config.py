@@ -35,6 +35,10 @@ class TrainingError(RuntimeError):
     """
 
 
+class LossDiverged(TrainingError):
+    """The training loss became inf or NaN (a result of the settings, e.g. a study row)."""
+
+
 def setting(default=dataclasses.MISSING, *, help: str, run: bool, result: bool | None = None,
             default_factory=dataclasses.MISSING, **extra):
     """A :class:`TrainConfig` field with its metadata (see the module docstring)."""

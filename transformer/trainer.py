@@ -32,7 +32,7 @@ from .fast import FastLabelSmoothingLoss, FastTransformer, SequenceLoss
 from .run_folder import RunFolder, run_identity
 from .schedule import SCHEDULES
 from .tokenizer import Tokenizer
-from .train_config import TrainConfig, TrainingError
+from .train_config import LossDiverged, TrainConfig, TrainingError
 
 __all__ = ["Trainer", "TrainConfig", "TrainingError", "SequenceLoss", "make_optimizer",
            "autocast", "resolve_precision"]
@@ -357,7 +357,7 @@ class Trainer:
         mean_loss = self.dist.sum(loss_sum.item()) / n_tokens_global
         if not math.isfinite(mean_loss):
             last = self.run.checkpoints() if self.run is not None else []
-            raise TrainingError(
+            raise LossDiverged(
                 f"loss is {mean_loss} at update {self.step + 1}: training stopped; the last "
                 f"good checkpoint is {last[-1] if last else '(none written yet)'}. Lower "
                 f"--lr-factor or use fp32/bf16 precision.")
@@ -434,17 +434,24 @@ class Trainer:
 
     # ---------------------------------------------------------- evaluation
     @torch.no_grad()
+    def valid_sum(self, loss_module) -> tuple[float, int]:
+        """``loss_module``'s summed loss over the validation batches, and their target
+        tokens (the model's mode is the caller's)."""
+        total, tokens = 0.0, 0
+        for batch in self.valid_iter.batches(0):
+            batch = self.valid_iter.collate(batch).to(self.device)
+            with autocast(self.device, self.precision):
+                total += loss_module(batch.src, batch.tgt_in, batch.tgt_out).item()
+            tokens += batch.n_tgt_tokens
+        return total, tokens
+
+    @torch.no_grad()
     def evaluate(self) -> dict:
         """Validation loss (label-smoothed, per token) and greedy BLEU on a subset."""
         if self.valid_iter is None:
             return {}
         self.model.eval()
-        total, tokens = 0.0, 0
-        for batch in self.valid_iter.batches(0):
-            batch = self.valid_iter.collate(batch).to(self.device)
-            with autocast(self.device, self.precision):
-                total += self.loss_module(batch.src, batch.tgt_in, batch.tgt_out).item()
-            tokens += batch.n_tgt_tokens
+        total, tokens = self.valid_sum(self.loss_module)
         result = {"valid_loss": total / tokens if tokens else float("nan")}
         n = self.cfg.eval_bleu_sentences
         if n and self.dist.main and self.tokenizer is not None and self.valid is not None:
