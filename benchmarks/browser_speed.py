@@ -49,17 +49,11 @@ def fifteen_word_sentence() -> str:
 
 def stage(checkpoint: Path, root: Path) -> dict:
     import plotly
-    from browser_model import ORT_FILES, _ort_dist
+    from browser_model import copy_page_files
     from transformer.export import export_checkpoint
     static = root / "_static"
-    (static / "ort").mkdir(parents=True)
-    dist = _ort_dist(REPO)
-    if dist is None:
+    if not copy_page_files(REPO, static):
         raise SystemExit("no onnxruntime-web: needs npm (or ORT_WEB_DIR)")
-    for name in ORT_FILES:
-        shutil.copy2(dist / name, static / "ort" / name)
-    for name in ("bpe.js", "translator.js", "translator.css"):
-        shutil.copy2(REPO / "book" / "_ext" / "static" / name, static / name)
     shutil.copy2(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", static)
     (root / "book").mkdir()
     (root / "book" / "page.html").write_text(PAGE)
@@ -145,9 +139,8 @@ def main():
         manifest = stage(checkpoint, Path(tmp))
         files = manifest["files"]
         download = sum(files[f]["bytes"] for f in ("encoder.onnx", "decoder.onnx", "weights.bin"))
-        runtime = sum((Path(tmp) / "_static" / "ort" / f).stat().st_size
-                      for f in ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs",
-                                "ort-wasm-simd-threaded.wasm"))
+        from browser_model import ORT_FILES
+        runtime = sum((Path(tmp) / "_static" / "ort" / f).stat().st_size for f in ORT_FILES)
         browser = in_browser(Path(tmp), sentence, args.repeats)
     python = in_python(checkpoint, sentence, args.repeats, args.threads)
     cpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout

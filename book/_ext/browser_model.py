@@ -47,22 +47,29 @@ def _ort_dist(srcdir: Path) -> Path | None:
     return None if package is None else package / "dist"
 
 
+def copy_page_files(srcdir: Path, static: Path) -> bool:
+    """The page's code into ``static`` and onnxruntime-web into ``static/ort``; False
+    when no onnxruntime-web can be found (the page's code is copied all the same)."""
+    (static / "ort").mkdir(parents=True, exist_ok=True)
+    for name in ("bpe.js", "translator.js", "translator.css"):
+        shutil.copy2(HERE / "static" / name, static / name)
+    dist = _ort_dist(srcdir)
+    if dist is None:
+        return False
+    for name in ORT_FILES:
+        shutil.copy2(dist / name, static / "ort" / name)
+    (static / "ort" / "NOTICE.txt").write_text(
+        f"onnxruntime-web {ORT_VERSION} (https://github.com/microsoft/onnxruntime), "
+        f"MIT License, Copyright (c) Microsoft Corporation. Copied from the npm package.\n")
+    return True
+
+
 def _stage(app, config) -> None:
     stage = Path(app.outdir).parent / STAGE
     shutil.rmtree(stage, ignore_errors=True)
-    (stage / "ort").mkdir(parents=True)
-    for name in ("bpe.js", "translator.js", "translator.css"):
-        shutil.copy2(HERE / "static" / name, stage / name)
-    dist = _ort_dist(Path(app.srcdir))
-    if dist is None:
+    if not copy_page_files(Path(app.srcdir), stage):
         logger.warning("browser_model: no onnxruntime-web found (install npm or set "
                        "ORT_WEB_DIR); the in-page translator will not run")
-    else:
-        for name in ORT_FILES:
-            shutil.copy2(dist / name, stage / "ort" / name)
-        (stage / "ort" / "NOTICE.txt").write_text(
-            f"onnxruntime-web {ORT_VERSION} (https://github.com/microsoft/onnxruntime), "
-            f"MIT License, Copyright (c) Microsoft Corporation. Copied from the npm package.\n")
     config.html_static_path = list(config.html_static_path) + [str(stage)]
 
 
