@@ -13,6 +13,19 @@ def test_presets_match_table_3():
     assert base.share_embeddings
 
 
+def test_tiny_preset_is_wu_et_al_transformer_tiny_with_pre_norm():
+    tiny = ModelConfig.tiny(vocab_size=8000)
+    assert (tiny.n_encoder_layers, tiny.n_decoder_layers, tiny.d_model, tiny.d_ff,
+            tiny.n_heads, tiny.d_k, tiny.dropout) == (4, 4, 128, 256, 4, 32, 0.3)
+    assert tiny.norm_position == "pre" and tiny.share_embeddings
+    assert tiny.extra["preset"] == "tiny"
+    assert Transformer(tiny).num_parameters() == 2_349_568     # the README's figure
+    # the README's recipe run was `--preset small` with these overrides: the same model
+    as_run = ModelConfig.small(vocab_size=8000, d_model=128, d_ff=256, n_encoder_layers=4,
+                               n_decoder_layers=4, dropout=0.3, norm_position="pre")
+    assert {**tiny.to_dict(), "extra": {}} == {**as_run.to_dict(), "extra": {}}
+
+
 @pytest.mark.parametrize("preset,paper", [("base", 65e6), ("big", 213e6)])
 def test_parameter_counts_within_3_percent_of_paper(preset, paper):
     model = Transformer(ModelConfig.from_preset(preset, vocab_size=37000))

@@ -72,7 +72,8 @@ class TrainConfig:
         help="the data dir holding the corpus folders (default: $TRANSFORMER_DATA, else "
              "../shared/data beside this checkout, else ~/.cache/transformer/data)")
     preset: str = setting("small", run=True, choices=tuple(sorted(PRESETS)),
-                          help="model size: small (CPU), base or big (Table 3)")
+                          help="model size: tiny (the 30-minute CPU recipe), small (CPU), "
+                               "base or big (Table 3)")
     model_overrides: dict = setting(
         default_factory=dict, flag="model", run=True,
         help="override a ModelConfig field, FIELD=VALUE (repeatable), e.g. "
