@@ -16,7 +16,7 @@ export PYTHONUNBUFFERED = 1
 # The book build trains its cached model in a kernel: under jemalloc (when installed) its
 # memory grows far less (transformer/host_memory.py; `python -m transformer` does this itself).
 JEMALLOC := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/lib/aarch64-linux-gnu/libjemalloc.so.2))
-BOOK_ENV := OMP_NUM_THREADS=1 $(if $(JEMALLOC),LD_PRELOAD=$(JEMALLOC) MALLOC_CONF=dirty_decay_ms:-1$(,)muzzy_decay_ms:-1)
+BOOK_ENV := OMP_NUM_THREADS=1 $(if $(JEMALLOC),LD_PRELOAD=$(JEMALLOC) MALLOC_CONF=background_thread:true)
 
 setup: $(VENV)/.installed browser jemalloc
 
