@@ -76,7 +76,7 @@ train-small: setup
 	$(PY) -m transformer evaluate $(SMALL_RUN)/average.pt --corpus multi30k-en-de --split test --beam 4
 	$(PY) -m transformer evaluate $(SMALL_RUN)/average.pt --corpus multi30k-en-de --split test --beam 1
 
-# The 30-minute recipe (README, "The 30-minute recipe"): the tiny preset, settings chosen
+# The 30-minute recipe (README, "Result on a CPU"): the tiny preset, settings chosen
 # on the valid split, checkpoints every 100 updates, the last 10 averaged; test scored once.
 TINY_RUN ?= runs/tiny
 train-tiny: setup
