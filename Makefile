@@ -1,7 +1,6 @@
 # Two entry points, each doing all of its own set-up on a fresh machine:
 #   make book   build the book (executes every chapter on CPU)  -> _build/html
 #   make test   unit tests, notebooks under nbval, browser test of the built site
-, := ,
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 # The CPU wheel lies on disk on our machines; on a GPU box use e.g. TORCH="torch"
