@@ -1,0 +1,87 @@
+"""Does a smaller BPE vocabulary make the 30-minute recipe's update faster?
+
+The pre-softmax projection and the loss cost about V * d_model per target token, so a
+smaller vocabulary V looks like a cheaper step. But a smaller vocabulary also cuts each
+sentence into more pieces, and an update holds a fixed number of tokens (4,096), so it
+holds fewer sentences. What the recipe gains is sentences per second.
+
+For each size this trains the shared BPE vocabulary on Multi30k's train split (as
+``python -m transformer train`` does), builds the trainer of ``make train-tiny`` (tiny
+preset, dropout 0.2, bf16, 4,096-token updates) and then times real updates in rounds,
+``--updates`` per size per round, the sizes taking turns, so a change in the machine's
+speed during the run hits every size alike. Reported: seconds per update, target pieces
+per German sentence, sentences per second and that as a ratio to the first size.
+
+    python benchmarks/vocab_speed.py                       # 8000 5000 4000, 5 rounds
+    python benchmarks/vocab_speed.py --vocab 8000 4000 --rounds 2
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import torch
+
+from transformer.data import load_corpus
+from transformer.fast import FastTransformer
+from transformer.train_config import TrainConfig
+from transformer.trainer import Trainer, _train_tokenizer, make_optimizer
+
+
+def recipe_trainer(vocab_size: int, train, threads: int) -> tuple[Trainer, float]:
+    """The trainer of ``make train-tiny`` at ``vocab_size`` pieces, and the mean number of
+    target pieces per sentence (with the end-of-sentence token) under that vocabulary."""
+    cfg = TrainConfig(preset="tiny", vocab_size=vocab_size, precision="bf16", warmup=1000,
+                      lr_factor=1.789, max_tokens=4096, update_tokens=4096, threads=threads,
+                      model_overrides={"dropout": 0.2}, progress=False)
+    tokenizer = _train_tokenizer(train, cfg)
+    torch.manual_seed(cfg.seed)
+    train_iter, _ = Trainer._iterators(cfg, tokenizer, train, train)
+    model = FastTransformer(cfg.model_config(tokenizer.vocab_size))
+    pieces = sum(train_iter.tgt_lengths) / len(train_iter.tgt_lengths)
+    return Trainer(model, make_optimizer(model), train_iter, None, cfg), pieces
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--vocab", type=int, nargs="+", default=[8000, 5000, 4000])
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--updates", type=int, default=20, help="updates per size per round")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--data-root", default=os.environ.get("TRANSFORMER_DATA"))
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    train = load_corpus("multi30k-en-de", "train", "en-de", args.data_root)
+
+    runs = {}
+    for v in args.vocab:
+        trainer, pieces = recipe_trainer(v, train, args.threads)
+        batches = iter(trainer.train_iter)
+        trainer.train_update(*trainer.next_micro_batches(batches))      # untimed warm-up
+        runs[v] = {"trainer": trainer, "batches": batches, "pieces": pieces,
+                   "seconds": 0.0, "sentences": 0, "updates": 0}
+    for r in range(args.rounds):
+        for v in args.vocab:
+            run = runs[v]
+            start = time.perf_counter()
+            for _ in range(args.updates):
+                micro_batches, n_tokens = run["trainer"].next_micro_batches(run["batches"])
+                run["sentences"] += sum(len(b) for b in micro_batches)
+                run["trainer"].train_update(micro_batches, n_tokens)
+            run["seconds"] += time.perf_counter() - start
+            run["updates"] += args.updates
+        print(f"round {r + 1}/{args.rounds} done", flush=True)
+
+    first = runs[args.vocab[0]]
+    base_rate = first["sentences"] / first["seconds"]
+    print(f"{'vocabulary':>10} {'s/update':>9} {'pieces/sentence':>16} {'sentences/s':>12} ratio")
+    for v in args.vocab:
+        run = runs[v]
+        rate = run["sentences"] / run["seconds"]
+        print(f"{v:>10} {run['seconds'] / run['updates']:>9.3f} {run['pieces']:>16.2f} "
+              f"{rate:>12.0f} {rate / base_rate:.3f}")
+
+
+if __name__ == "__main__":
+    main()
