@@ -2,15 +2,17 @@
 
 The pre-softmax projection and the loss cost about V * d_model per target token, so a
 smaller vocabulary V looks like a cheaper step. But a smaller vocabulary also cuts each
-sentence into more pieces, and an update holds a fixed number of tokens (4,096), so it
-holds fewer sentences. What the recipe gains is sentences per second.
+sentence into more pieces, and an update holds at most 4,096 padded slots on each side
+(``--max-tokens``), so it holds fewer sentences. What the recipe gains is sentences per
+second.
 
 For each size this trains the shared BPE vocabulary on Multi30k's train split (as
 ``python -m transformer train`` does), builds the trainer of ``make train-tiny`` (tiny
 preset, dropout 0.2, bf16, 4,096-token updates) and then times real updates in rounds,
-``--updates`` per size per round, the sizes taking turns, so a change in the machine's
-speed during the run hits every size alike. Reported: seconds per update, target pieces
-per German sentence, sentences per second and that as a ratio to the first size.
+``--updates`` per size per round, the sizes taking turns (in a rotated order each round),
+so a change in the machine's speed during the run hits every size alike. Reported:
+seconds per update, target pieces per German sentence (with the end token), sentences per
+update, sentences per second and that as a ratio to the first size.
 
     python benchmarks/vocab_speed.py                       # 8000 5000 4000, 5 rounds
     python benchmarks/vocab_speed.py --vocab 8000 4000 --rounds 2
@@ -18,7 +20,6 @@ per German sentence, sentences per second and that as a ratio to the first size.
 from __future__ import annotations
 
 import argparse
-import os
 import time
 
 import torch
@@ -49,7 +50,9 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--updates", type=int, default=20, help="updates per size per round")
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--data-root", default=os.environ.get("TRANSFORMER_DATA"))
+    p.add_argument("--data-root", default=None,
+                   help="the data dir (default: as the trainer: $TRANSFORMER_DATA, else "
+                        "../shared/data beside this checkout)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     train = load_corpus("multi30k-en-de", "train", "en-de", args.data_root)
@@ -62,11 +65,14 @@ def main() -> None:
         runs[v] = {"trainer": trainer, "batches": batches, "pieces": pieces,
                    "seconds": 0.0, "sentences": 0, "updates": 0}
     for r in range(args.rounds):
-        for v in args.vocab:
+        for v in args.vocab[r % len(args.vocab):] + args.vocab[:r % len(args.vocab)]:
             run = runs[v]
             start = time.perf_counter()
             for _ in range(args.updates):
                 micro_batches, n_tokens = run["trainer"].next_micro_batches(run["batches"])
+                if not micro_batches:                  # end of an epoch: the next one
+                    run["batches"] = iter(run["trainer"].train_iter)
+                    micro_batches, n_tokens = run["trainer"].next_micro_batches(run["batches"])
                 run["sentences"] += sum(len(b) for b in micro_batches)
                 run["trainer"].train_update(micro_batches, n_tokens)
             run["seconds"] += time.perf_counter() - start
@@ -75,12 +81,13 @@ def main() -> None:
 
     first = runs[args.vocab[0]]
     base_rate = first["sentences"] / first["seconds"]
-    print(f"{'vocabulary':>10} {'s/update':>9} {'pieces/sentence':>16} {'sentences/s':>12} ratio")
+    print(f"{'vocabulary':>10} {'s/update':>9} {'pieces/sentence':>16} "
+          f"{'sentences/update':>17} {'sentences/s':>12} ratio")
     for v in args.vocab:
         run = runs[v]
         rate = run["sentences"] / run["seconds"]
         print(f"{v:>10} {run['seconds'] / run['updates']:>9.3f} {run['pieces']:>16.2f} "
-              f"{rate:>12.0f} {rate / base_rate:.3f}")
+              f"{run['sentences'] / run['updates']:>17.1f} {rate:>12.0f} {rate / base_rate:.3f}")
 
 
 if __name__ == "__main__":
