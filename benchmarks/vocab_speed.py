@@ -20,28 +20,25 @@ update, sentences per second and that as a ratio to the first size.
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
+from pathlib import Path
 
-import torch
-
-from transformer.data import load_corpus
-from transformer.fast import FastTransformer
 from transformer.train_config import TrainConfig
-from transformer.trainer import Trainer, _train_tokenizer, make_optimizer
+from transformer.trainer import Trainer
 
 
-def recipe_trainer(vocab_size: int, train, threads: int) -> tuple[Trainer, float]:
-    """The trainer of ``make train-tiny`` at ``vocab_size`` pieces, and the mean number of
-    target pieces per sentence (with the end-of-sentence token) under that vocabulary."""
-    cfg = TrainConfig(preset="tiny", vocab_size=vocab_size, precision="bf16", warmup=1000,
-                      lr_factor=1.789, max_tokens=4096, update_tokens=4096, threads=threads,
+def recipe_trainer(vocab_size: int, scratch: Path, threads: int,
+                   data_root: str | None) -> Trainer:
+    """The trainer of ``make train-tiny`` at ``vocab_size`` pieces, set up as
+    ``python -m transformer train`` does (:meth:`Trainer.from_config`: the BPE vocabulary
+    trained on Multi30k's train split, the batches, the model, Adam) in a run folder under
+    ``scratch``."""
+    cfg = TrainConfig(out_dir=str(scratch / f"vocab{vocab_size}"), preset="tiny",
+                      vocab_size=vocab_size, precision="bf16", warmup=1000, lr_factor=1.789,
+                      max_tokens=4096, update_tokens=4096, threads=threads, data_root=data_root,
                       model_overrides={"dropout": 0.2}, progress=False)
-    tokenizer = _train_tokenizer(train, cfg)
-    torch.manual_seed(cfg.seed)
-    train_iter, _ = Trainer._iterators(cfg, tokenizer, train, train)
-    model = FastTransformer(cfg.model_config(tokenizer.vocab_size))
-    pieces = sum(train_iter.tgt_lengths) / len(train_iter.tgt_lengths)
-    return Trainer(model, make_optimizer(model), train_iter, None, cfg), pieces
+    return Trainer.from_config(cfg)
 
 
 def main() -> None:
@@ -54,16 +51,17 @@ def main() -> None:
                    help="the data dir (default: as the trainer: $TRANSFORMER_DATA, else "
                         "../shared/data beside this checkout)")
     args = p.parse_args()
-    torch.set_num_threads(args.threads)
-    train = load_corpus("multi30k-en-de", "train", "en-de", args.data_root)
 
     runs = {}
-    for v in args.vocab:
-        trainer, pieces = recipe_trainer(v, train, args.threads)
-        batches = iter(trainer.train_iter)
-        trainer.train_update(*trainer.next_micro_batches(batches))      # untimed warm-up
-        runs[v] = {"trainer": trainer, "batches": batches, "pieces": pieces,
-                   "seconds": 0.0, "sentences": 0, "updates": 0}
+    with tempfile.TemporaryDirectory() as scratch:    # run folders, needed only at set-up
+        for v in args.vocab:
+            trainer = recipe_trainer(v, Path(scratch), args.threads, args.data_root)
+            lengths = trainer.train_iter.tgt_lengths            # target pieces + end token
+            batches = iter(trainer.train_iter)
+            trainer.train_update(*trainer.next_micro_batches(batches))  # untimed warm-up
+            runs[v] = {"trainer": trainer, "batches": batches,
+                       "pieces": sum(lengths) / len(lengths),
+                       "seconds": 0.0, "sentences": 0, "updates": 0}
     for r in range(args.rounds):
         for v in args.vocab[r % len(args.vocab):] + args.vocab[:r % len(args.vocab)]:
             run = runs[v]
