@@ -9,7 +9,7 @@ from transformer import LabelSmoothingLoss, noam_lr, sinusoidal_encoding
 from transformer.fast import FastLabelSmoothingLoss
 from transformer.fast import loss as loss_module
 from transformer.loss import smoothed_target
-from transformer.schedule import noam_scheduler
+from transformer.schedule import noam_scheduler, with_cooldown
 
 
 def test_noam_matches_equation_3():
@@ -28,6 +28,19 @@ def test_noam_peaks_at_warmup(d_model, warmup):
 def test_noam_rejects_step_zero():
     with pytest.raises(ValueError, match="from 1"):
         noam_lr(0, 512)
+
+
+def test_cooldown_falls_linearly_from_the_rate_it_starts_at_and_leaves_the_rest_alone():
+    lr = lambda s: noam_lr(s, 128, 100)                     # noqa: E731
+    rates = [with_cooldown(lr, s, cooldown=50, end=400) for s in range(1, 401)]
+    assert rates[:350] == [lr(s) for s in range(1, 351)]    # eq. (3) up to the start, 350
+    steps = [lr(350) * k / 50 for k in range(50, 0, -1)]    # updates 351..400
+    assert rates[350:] == pytest.approx(steps, rel=1e-12)
+    assert rates[349] == rates[350] and rates[-1] == pytest.approx(lr(350) / 50)
+    assert all(a > b for a, b in zip(rates[350:], rates[351:]))
+    assert [with_cooldown(lr, s, 0, 0) for s in (1, 500)] == [lr(1), lr(500)]
+    with pytest.raises(ValueError, match="past the cool-down's end 400"):
+        with_cooldown(lr, 401, 50, 400)
 
 
 def test_scheduler_follows_noam():

@@ -296,6 +296,30 @@ def test_the_trainer_sets_the_learning_rate_of_equation_3_on_every_update(one_th
     assert expected[:5] == sorted(expected[:5]) and expected[5:] == sorted(expected[5:])[::-1]
 
 
+def test_the_trainer_cools_down_to_the_cooldown_end_and_stops_there(one_thread):
+    cfg = TrainConfig(max_tokens=64, update_tokens=64, max_updates=50, warmup=5, cooldown=4,
+                      cooldown_end=10, precision="fp32", log_every=1, eval_bleu_sentences=0,
+                      progress=False)
+    trainer = tiny_trainer(cfg)
+    used, step = [], trainer.optimizer.step
+
+    def recording_step(*args, **kw):
+        used.append(trainer.optimizer.param_groups[0]["lr"])
+        return step(*args, **kw)
+
+    trainer.optimizer.step = recording_step
+    assert trainer.fit()["step"] == 10                      # cooldown_end, before max_updates
+    start = noam_lr(6, 16, 5)                               # the cool-down starts after update 6
+    assert used == pytest.approx([noam_lr(k, 16, 5) for k in range(1, 7)]
+                                 + [start, start * 3 / 4, start / 2, start / 4], rel=1e-12)
+
+
+@pytest.mark.parametrize("cooldown,end", [(5, 0), (0, 5), (6, 5)])
+def test_cooldown_and_its_end_go_together(cooldown, end):
+    with pytest.raises(ValueError, match=r"--cooldown\) and cooldown_end \(--cooldown-end"):
+        TrainConfig(cooldown=cooldown, cooldown_end=end)
+
+
 def test_a_hand_built_trainer_writes_nothing_without_a_run_folder(tmp_path, monkeypatch,
                                                                   one_thread):
     monkeypatch.chdir(tmp_path)

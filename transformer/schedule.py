@@ -4,6 +4,9 @@
 
 Linear warm-up for ``warmup`` steps, then decay with the inverse square root of the
 step; the two branches meet (and the rate peaks) at step = warmup. Steps count from 1.
+
+Not in the paper: :func:`with_cooldown` ends a schedule with a linear fall to zero over its
+last updates, for a run whose length is fixed in advance (the 30-minute recipe, README).
 """
 from __future__ import annotations
 
@@ -29,6 +32,25 @@ def no_warmup_lr(step: int, d_model: int, warmup: int = 4000, factor: float = 1.
         raise ValueError(f"no_warmup_lr needs d_model > 0 and warmup > 0, got {d_model}, "
                          f"{warmup}")
     return factor * d_model ** -0.5 * max(step, warmup) ** -0.5
+
+
+def with_cooldown(lr, step: int, cooldown: int, end: int) -> float:
+    """The schedule ``lr`` (a function of the step) ending in a linear cool-down: over the
+    last ``cooldown`` updates up to ``end``, the rate reached at ``start = end - cooldown``
+    falls linearly, lr(start) * (end - step + 1) / cooldown, to lr(start) / cooldown at
+    update ``end``. ``cooldown = 0``: ``lr`` unchanged.
+
+    Not in the paper. Equation (3)'s inverse-square-root decay leaves the rate high when a
+    short run stops; a run whose length is set in advance can end with a decay to zero
+    instead ("warmup-stable-decay", Hagele et al., 2024, "Scaling Laws and Compute-Optimal
+    Training Beyond Fixed Training Durations").
+    """
+    start = end - cooldown
+    if cooldown == 0 or step <= start:
+        return lr(step)
+    if step > end:
+        raise ValueError(f"with_cooldown: update {step} is past the cool-down's end {end}")
+    return lr(start) * (end - step + 1) / cooldown
 
 
 SCHEDULES = {"noam": noam_lr, "no-warmup": no_warmup_lr}

@@ -99,6 +99,13 @@ class TrainConfig:
         "noam", run=True, choices=("noam", "no-warmup"),
         help="noam: equation (3), linear warm-up then inverse-square-root decay; no-warmup: "
              "its peak rate from the first update, then the same decay (a study)")
+    cooldown: int = setting(0, run=True, min=0,
+                            help="end the schedule with a linear fall towards zero over this "
+                                 "many updates up to --cooldown-end; training stops there "
+                                 "(0: none; not in the paper)")
+    cooldown_end: int = setting(0, run=True, min=0,
+                                help="the update at which the cool-down ends and training "
+                                     "stops (with --cooldown)")
     lr_factor: float = setting(1.0, run=True, min=0,
                                help="multiplies the learning rate of eq. (3)")
     label_smoothing: float = setting(0.1, run=True, min=0, max=1,
@@ -136,6 +143,10 @@ class TrainConfig:
         if not isinstance(self.model_overrides, dict):
             raise ValueError(f"TrainConfig.model_overrides must be a dict, got "
                              f"{type(self.model_overrides).__name__}")
+        if (self.cooldown > 0) != (self.cooldown_end > 0) or self.cooldown_end < self.cooldown:
+            raise ValueError(f"TrainConfig.cooldown (--cooldown) and cooldown_end "
+                             f"(--cooldown-end) go together, with cooldown <= cooldown_end; "
+                             f"got {self.cooldown} and {self.cooldown_end}")
         self.model_config(self.vocab_size)          # a bad override fails now, not later
 
     def model_config(self, vocab_size: int) -> ModelConfig:

@@ -30,7 +30,7 @@ from .data import ParallelCorpus, corpus_folder, load_corpus
 from .distributed import Distributed
 from .fast import FastLabelSmoothingLoss, FastTransformer, SequenceLoss
 from .run_folder import RunFolder, run_identity
-from .schedule import SCHEDULES
+from .schedule import SCHEDULES, with_cooldown
 from .tokenizer import Tokenizer
 from .train_config import LossDiverged, TrainConfig, TrainingError
 
@@ -322,9 +322,10 @@ class Trainer:
     # ------------------------------------------------------------ training
     def lr(self, step: int) -> float:
         """The learning rate of update ``step`` (1-based): equation (3), or the schedule
-        ``cfg.lr_schedule`` names."""
-        schedule = SCHEDULES[self.cfg.lr_schedule]
-        return schedule(step, self.model_cfg.d_model, self.cfg.warmup, self.cfg.lr_factor)
+        ``cfg.lr_schedule`` names, with the cool-down ``cfg.cooldown`` at its end."""
+        cfg, schedule = self.cfg, SCHEDULES[self.cfg.lr_schedule]
+        rate = lambda s: schedule(s, self.model_cfg.d_model, cfg.warmup, cfg.lr_factor)
+        return with_cooldown(rate, step, cfg.cooldown, cfg.cooldown_end)
 
     def next_micro_batches(self, batches):
         """The micro-batches of the next update, from the iterator ``batches``.
@@ -374,14 +375,14 @@ class Trainer:
         return mean_loss
 
     def fit(self) -> dict:
-        """Train until ``max_updates``, ``max_epochs`` or ``time_limit_min``; then checkpoint,
-        validate, average the last checkpoints and return the final figures."""
+        """Train until ``max_updates``, ``cooldown_end``, ``max_epochs`` or ``time_limit_min``;
+        then checkpoint, validate, average the last checkpoints and return the final figures."""
         cfg = self.cfg
         bar = None
         if cfg.progress and self.dist.main:
             from tqdm.auto import tqdm
-            bar = tqdm(total=cfg.max_updates or None, initial=self.step, unit="upd",
-                       dynamic_ncols=True)
+            last = min(filter(None, (cfg.max_updates, cfg.cooldown_end)), default=None)
+            bar = tqdm(total=last, initial=self.step, unit="upd", dynamic_ncols=True)
         start, window_tokens, window_start = time.perf_counter(), 0, time.perf_counter()
         base_seconds = self.train_seconds
         stop = False
@@ -390,7 +391,8 @@ class Trainer:
                 break
             batches = iter(self.train_iter)
             while True:
-                if cfg.max_updates and self.step >= cfg.max_updates:
+                if (cfg.max_updates and self.step >= cfg.max_updates
+                        or cfg.cooldown_end and self.step >= cfg.cooldown_end):
                     stop = True
                     break
                 if cfg.time_limit_min and self.train_seconds >= cfg.time_limit_min * 60:
