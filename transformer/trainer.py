@@ -378,11 +378,12 @@ class Trainer:
         """Train until ``max_updates``, ``cooldown_end``, ``max_epochs`` or ``time_limit_min``;
         then checkpoint, validate, average the last checkpoints and return the final figures."""
         cfg = self.cfg
+        last_update = min(filter(None, (cfg.max_updates, cfg.cooldown_end)), default=0)
         bar = None
         if cfg.progress and self.dist.main:
             from tqdm.auto import tqdm
-            last = min(filter(None, (cfg.max_updates, cfg.cooldown_end)), default=None)
-            bar = tqdm(total=last, initial=self.step, unit="upd", dynamic_ncols=True)
+            bar = tqdm(total=last_update or None, initial=self.step, unit="upd",
+                       dynamic_ncols=True)
         start, window_tokens, window_start = time.perf_counter(), 0, time.perf_counter()
         base_seconds = self.train_seconds
         stop = False
@@ -391,8 +392,7 @@ class Trainer:
                 break
             batches = iter(self.train_iter)
             while True:
-                if (cfg.max_updates and self.step >= cfg.max_updates
-                        or cfg.cooldown_end and self.step >= cfg.cooldown_end):
+                if last_update and self.step >= last_update:
                     stop = True
                     break
                 if cfg.time_limit_min and self.train_seconds >= cfg.time_limit_min * 60:
