@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from transformer.fast.dropout import LEVELS, CheapDropout as Dropout, drop_mask
+from transformer.fast.dropout import LEVELS, CheapDropout as Dropout, drop_mask, keep_bits
 
 
 def test_eval_mode_and_p_zero_are_the_identity():
@@ -61,3 +61,29 @@ def test_same_seed_same_mask_and_bf16_input():
     b = Dropout(0.1).train()(x)
     assert a.dtype == torch.bfloat16 and torch.equal(a, b)
     assert 0 < int((a == 0).sum()) < a.numel() // 2
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.float64])
+def test_the_bitwise_layer_applies_exactly_drop_mask(dtype):
+    # The layer zeroes values with an AND of integer bits (keep_bits), not with the bool
+    # drop_mask; from the same random state both must drop the same values.
+    p = 0.2
+    torch.manual_seed(4)                  # a million draws: ~15 fall on the threshold itself
+    dropped = drop_mask((1000, 1000), p)
+    torch.manual_seed(4)
+    assert torch.equal(keep_bits((1000, 1000), p), torch.where(dropped, 0, -1).to(torch.int16))
+    torch.manual_seed(4)
+    dropped = drop_mask((300, 77), p)
+    x = torch.randn(300, 77, dtype=dtype)
+    x[0, :] = float("nan")                                   # a dropped NaN becomes 0
+    x = x.t().contiguous().t().requires_grad_()               # a non-contiguous layout
+    torch.manual_seed(4)
+    y = Dropout(p).train()(x)
+    scale = LEVELS / (LEVELS - round(p * LEVELS))
+    expected = x.detach().masked_fill(dropped, 0) * scale
+    assert y.dtype == dtype and torch.equal(y.isnan(), expected.isnan())
+    assert torch.equal(y.detach().nan_to_num(), expected.nan_to_num())
+    assert (y.detach()[dropped] == 0).all() and not y.detach()[dropped].signbit().any()
+    upstream = torch.randn_like(y)
+    y.backward(upstream)
+    assert torch.equal(x.grad, upstream.masked_fill(dropped, 0) * scale)

@@ -1,0 +1,54 @@
+"""Time the residual dropout forward + backward: ``nn.Dropout``, the 16-bit mask applied
+as a bool tensor (``masked_fill`` with :func:`transformer.fast.dropout.drop_mask`), and
+:class:`transformer.fast.CheapDropout` (the same mask applied with a bitwise AND).
+
+    python benchmarks/dropout_speed.py [--rows 2000] [--threads 2]
+
+Rounds alternate the three; the best round of each is printed, in ms.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+import torch.nn.functional as F
+
+from transformer.fast.dropout import LEVELS, CheapDropout, drop_mask
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rows", type=int, default=2000, help="tokens (the recipe's update: ~2,000)")
+    p.add_argument("--width", type=int, default=128, help="d_model (tiny preset: 128)")
+    p.add_argument("--p", type=float, default=0.2)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--calls", type=int, default=50)
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    scale = LEVELS / (LEVELS - round(args.p * LEVELS))
+    cheap = CheapDropout(args.p).train()
+    forms = {
+        "nn.Dropout": lambda x: F.dropout(x, args.p, True),
+        "bool mask (masked_fill)": lambda x: x.masked_fill(drop_mask(x.shape, args.p), 0) * scale,
+        "CheapDropout (bitwise AND)": cheap,
+    }
+    for dtype in (torch.bfloat16, torch.float32):
+        x = torch.randn(args.rows, args.width, dtype=dtype, requires_grad=True)
+        grad = torch.randn(args.rows, args.width, dtype=dtype)
+        best = {name: float("inf") for name in forms}
+        for _ in range(args.rounds):
+            for name, form in forms.items():
+                start = time.perf_counter()
+                for _ in range(args.calls):
+                    form(x).backward(grad)
+                best[name] = min(best[name], (time.perf_counter() - start) / args.calls)
+        print(f"({args.rows}, {args.width}) {str(dtype).removeprefix('torch.')}, "
+              f"{args.threads} threads, forward + backward:")
+        for name, seconds in best.items():
+            print(f"  {name:28s} {seconds * 1e3:7.3f} ms")
+
+
+if __name__ == "__main__":
+    main()
