@@ -7,8 +7,9 @@ sentence into more pieces, and an update holds at most 4,096 padded slots on eac
 second.
 
 For each size this trains the shared BPE vocabulary on Multi30k's train split (as
-``python -m transformer train`` does), builds the trainer of ``make train-tiny`` (tiny
-preset, dropout 0.2, bf16, 4,096-token updates) and then times real updates in rounds,
+``python -m transformer train`` does), builds the trainer of the 30-minute recipe as it was
+measured (``make train-tiny`` of 2026-12-01: tiny preset, dropout 0.2, bf16, 4,096-token
+updates; README) and then times real updates in rounds,
 ``--updates`` per size per round, the sizes taking turns (in a rotated order each round),
 so a change in the machine's speed during the run hits every size alike. Reported:
 seconds per update, target pieces per German sentence (with the end token), sentences per
@@ -30,10 +31,10 @@ from transformer.trainer import Trainer
 
 def recipe_trainer(vocab_size: int, scratch: Path, threads: int,
                    data_root: str | None) -> Trainer:
-    """The trainer of ``make train-tiny`` at ``vocab_size`` pieces, set up as
-    ``python -m transformer train`` does (:meth:`Trainer.from_config`: the BPE vocabulary
-    trained on Multi30k's train split, the batches, the model, Adam) in a run folder under
-    ``scratch``."""
+    """The trainer of the 4,096-token recipe (``make train-tiny`` of 2026-12-01) at
+    ``vocab_size`` pieces, set up as ``python -m transformer train`` does
+    (:meth:`Trainer.from_config`: the BPE vocabulary trained on Multi30k's train split, the
+    batches, the model, Adam) in a run folder under ``scratch``."""
     cfg = TrainConfig(out_dir=str(scratch / f"vocab{vocab_size}"), preset="tiny",
                       vocab_size=vocab_size, precision="bf16", warmup=1000, lr_factor=1.789,
                       max_tokens=4096, update_tokens=4096, threads=threads, data_root=data_root,
