@@ -79,8 +79,8 @@ class _MaskedScale(torch.autograd.Function):
 
 
 class CheapDropout(nn.Dropout):
-    """``nn.Dropout(p)`` with the 16-bit mask of :func:`drop_mask` on CPU (2.7-4x faster
-    there); ``F.dropout`` on other devices and under ``torch.compile``."""
+    """``nn.Dropout(p)`` with the 16-bit mask of :func:`drop_mask` on CPU (1.6-4x faster
+    there, benchmarks/README.md); ``F.dropout`` on other devices and under ``torch.compile``."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or self.p == 0.0:
