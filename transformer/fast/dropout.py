@@ -55,27 +55,26 @@ def keep_bits(shape: torch.Size, p: float, device=None) -> torch.Tensor:
 _SAME_WIDTH_INT = {2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
-def _keep(x: torch.Tensor, keep16: torch.Tensor) -> torch.Tensor:
-    """x where ``keep16`` is -1 and exactly 0 where it is 0: an AND of x's bits."""
-    ints = _SAME_WIDTH_INT[x.element_size()]
-    keep = keep16 if ints == torch.int16 else keep16.to(ints)  # sign extension: -1 stays -1
-    return (x.contiguous().view(ints) & keep).view(x.dtype)
+def _bits(x: torch.Tensor) -> torch.Tensor:
+    """x's bits as signed integers of its width (a view, no copy when x is contiguous)."""
+    return x.contiguous().view(_SAME_WIDTH_INT[x.element_size()])
 
 
 class _MaskedScale(torch.autograd.Function):
-    """x * keep / (1 - p), saving only the 2-byte mask for the backward."""
+    """x * keep / (1 - p): x's bits AND :func:`keep_bits` (widened to x's width by sign
+    extension, -1 staying all ones), saving only that mask for the backward."""
 
     @staticmethod
     def forward(ctx, x, p: float):
-        keep16 = keep_bits(x.shape, p, x.device)
+        keep = keep_bits(x.shape, p, x.device).to(_SAME_WIDTH_INT[x.element_size()])
         ctx.scale = LEVELS / (LEVELS - round(p * LEVELS))
-        ctx.save_for_backward(keep16)
-        return _keep(x, keep16).mul_(ctx.scale)
+        ctx.save_for_backward(keep)
+        return (_bits(x) & keep).view(x.dtype).mul_(ctx.scale)
 
     @staticmethod
-    def backward(ctx, grad):
-        (keep16,) = ctx.saved_tensors
-        return _keep(grad, keep16).mul_(ctx.scale), None
+    def backward(ctx, grad):               # autograd hands a grad of the output's dtype
+        (keep,) = ctx.saved_tensors
+        return (_bits(grad) & keep).view(grad.dtype).mul_(ctx.scale), None
 
 
 class CheapDropout(nn.Dropout):
