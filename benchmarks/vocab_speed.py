@@ -17,7 +17,7 @@ update, sentences per second and that as a ratio to the first size.
 
     python benchmarks/vocab_speed.py                       # 8000 5000 4000, 5 rounds
     python benchmarks/vocab_speed.py --vocab 8000 4000 --rounds 2
-    python benchmarks/vocab_speed.py --max-tokens 2048     # today's 2,048-token updates
+    python benchmarks/vocab_speed.py --max-tokens 2048     # the current recipe's 2,048-token updates
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def recipe_trainer(vocab_size: int, scratch: Path, threads: int,
     ``vocab_size`` pieces, set up as ``python -m transformer train`` does
     (:meth:`Trainer.from_config`: the BPE vocabulary trained on Multi30k's train split, the
     batches, the model, Adam) in a run folder under ``scratch``. ``max_tokens=2048`` gives
-    the updates of today's recipe (the warm-up does not change an update's time)."""
+    the updates of the current recipe (the warm-up does not change an update's time)."""
     cfg = TrainConfig(out_dir=str(scratch / f"vocab{vocab_size}"), preset="tiny",
                       vocab_size=vocab_size, precision="bf16", warmup=1000, lr_factor=1.789,
                       max_tokens=max_tokens, update_tokens=max_tokens, threads=threads,
@@ -52,7 +52,7 @@ def main() -> None:
     p.add_argument("--updates", type=int, default=20, help="updates per size per round")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--max-tokens", type=int, default=4096,
-                   help="tokens per update (4096: the recipe of 2026-12-01; 2048: today's)")
+                   help="tokens per update (4096: the recipe of 2026-12-01; 2048: the current one)")
     p.add_argument("--data-root", default=None,
                    help="the data dir (default: as the trainer: $TRANSFORMER_DATA, else "
                         "../shared/data beside this checkout)")
