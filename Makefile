@@ -70,7 +70,7 @@ clean:
 SMALL_RUN ?= runs/small
 train-small: setup
 	$(PY) -m transformer train --preset small --corpus multi30k-en-de --out $(SMALL_RUN) \
-	  --time-limit-min 30 --precision bf16 --threads 2 --warmup 400 --lr-factor 0.5 \
+	  --time-limit-min 30 --precision auto --threads 2 --warmup 400 --lr-factor 0.5 \
 	  --max-tokens 4096 --update-tokens 4096 --save-every 50 --keep-last 5 --no-progress
 	$(PY) -m transformer evaluate $(SMALL_RUN)/average.pt --corpus multi30k-en-de --split test --beam 4
 	$(PY) -m transformer evaluate $(SMALL_RUN)/average.pt --corpus multi30k-en-de --split test --beam 1
@@ -80,7 +80,7 @@ train-small: setup
 TINY_RUN ?= runs/tiny
 train-tiny: setup
 	$(PY) -m transformer train --preset tiny --corpus multi30k-en-de --out $(TINY_RUN) \
-	  --time-limit-min 30 --precision bf16 --threads 2 --warmup 2000 --lr-factor 1.789 \
+	  --time-limit-min 30 --precision auto --threads 2 --warmup 2000 --lr-factor 1.789 \
 	  --model dropout=0.2 --max-tokens 2048 --update-tokens 2048 --save-every 200 --keep-last 5 \
 	  --eval-every 2000 --no-progress
 	$(PY) -m transformer evaluate $(TINY_RUN)/average.pt --corpus multi30k-en-de --split test --beam 4 --alpha 1.0

@@ -30,7 +30,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--updates", type=int, default=1000)
     p.add_argument("--jemalloc", action="store_true", help="run under jemalloc")
-    p.add_argument("--precision", default="bf16")
+    p.add_argument("--precision", default="auto")
     p.add_argument("--threads", type=int, default=2)
     args = p.parse_args(argv)
     preload = os.environ.get("LD_PRELOAD", "")

@@ -9,7 +9,7 @@ second.
 For each size this trains the shared BPE vocabulary on Multi30k's train split (as
 ``python -m transformer train`` does), builds the trainer of the 30-minute recipe as it was
 measured (``make train-tiny`` of 2026-12-01: tiny preset, dropout 0.2, bf16, 4,096-token
-updates; README) and then times real updates in rounds,
+updates; README; here ``--precision auto``, which is bf16 on CPUs with bf16 instructions) and then times real updates in rounds,
 ``--updates`` per size per round, the sizes taking turns (in a rotated order each round),
 so a change in the machine's speed during the run hits every size alike. Reported:
 seconds per update, target pieces per German sentence (with the end token), sentences per
@@ -38,7 +38,7 @@ def recipe_trainer(vocab_size: int, scratch: Path, threads: int,
     batches, the model, Adam) in a run folder under ``scratch``. ``max_tokens=2048`` gives
     the updates of the current recipe (the warm-up does not change an update's time)."""
     cfg = TrainConfig(out_dir=str(scratch / f"vocab{vocab_size}"), preset="tiny",
-                      vocab_size=vocab_size, precision="bf16", warmup=1000, lr_factor=1.789,
+                      vocab_size=vocab_size, precision="auto", warmup=1000, lr_factor=1.789,
                       max_tokens=max_tokens, update_tokens=max_tokens, threads=threads,
                       data_root=data_root,
                       model_overrides={"dropout": 0.2}, progress=False)

@@ -65,7 +65,7 @@ def test_training_memory_stays_flat(tmp_path, shared_data):
     # An intermediate process measures the peak of its one child (ru_maxrss, KiB).
     train = [sys.executable, "-m", "transformer", "train", "--preset", "tiny",
              "--corpus", "multi30k-en-de", "--data-root", str(shared_data),
-             "--out", str(tmp_path / "run"), "--max-updates", "150", "--precision", "bf16",
+             "--out", str(tmp_path / "run"), "--max-updates", "150", "--precision", "auto",
              "--threads", "2", "--max-tokens", "4096", "--update-tokens", "4096",
              "--warmup", "1000", "--lr-factor", "1.8", "--save-every", "1000",
              "--eval-bleu-sentences", "0", "--no-progress"]

@@ -25,7 +25,7 @@ def short_run(shared_data, tmp_path_factory):
     """400 updates of a small model on all of Multi30k train (~3 min on 2 cores)."""
     cfg = TrainConfig(out_dir=str(tmp_path_factory.mktemp("multi30k")), data_root=str(shared_data),
                       vocab_size=4000, max_tokens=2048, update_tokens=2048, max_updates=400,
-                      warmup=200, lr_factor=0.5, precision="bf16", save_every=100,
+                      warmup=200, lr_factor=0.5, precision="auto", save_every=100,
                       keep_last=2, eval_bleu_sentences=0, progress=False,
                       model_overrides=dict(d_model=128, d_ff=512, n_heads=4,
                                            n_encoder_layers=2, n_decoder_layers=2))

@@ -104,7 +104,7 @@ GROUPS = tuple(dict.fromkeys(row.group for row in ROWS))
 # rate of 0.4 * 256^-0.5 * 150^-0.5 = 0.0020 (0.003 with 4,096-token updates and
 # warm-up 100 made the post-norm base diverge: measured 2026-12-01).
 TABLE_TRAIN = dict(preset="small", corpus="multi30k-en-de", max_tokens=2048,
-                   update_tokens=2048, warmup=150, lr_factor=0.4, precision="bf16",
+                   update_tokens=2048, warmup=150, lr_factor=0.4, precision="auto",
                    eval_bleu_sentences=0, keep_last=1, progress=False, log_every=10)
 
 

@@ -77,5 +77,5 @@ def book_run_config(quick: bool = False) -> TrainConfig:
                                                 n_encoder_layers=2, n_decoder_layers=2))
     return TrainConfig(corpus="multi30k-en-de", vocab_size=8000, max_tokens=4096,
                        update_tokens=4096, max_updates=800, warmup=400, lr_factor=0.5,
-                       precision="bf16", threads=2, save_every=50, keep_last=5, log_every=10,
+                       precision="auto", threads=2, save_every=50, keep_last=5, log_every=10,
                        eval_every=100, eval_bleu_sentences=100, progress=False)
