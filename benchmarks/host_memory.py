@@ -3,9 +3,10 @@
     python benchmarks/host_memory.py --updates 1000              # glibc's malloc
     python benchmarks/host_memory.py --updates 1000 --jemalloc   # as `python -m transformer`
 
-Trains the CPU preset on Multi30k with the ``make train-small`` settings (bf16, 2 threads,
-4,096-token updates) for ``--updates`` updates and logs the resident set size next to the
-trainer's tokens/s every 10 updates (the largest size seen since the last line, sampled
+Trains the CPU preset on Multi30k with the ``make train-small`` settings (``--precision
+auto``: bf16 on a CPU with bf16 instructions, else fp32; 2 threads, 4,096-token updates)
+for ``--updates`` updates and logs the resident set size next to the trainer's tokens/s
+every 10 updates (the largest size seen since the last line, sampled
 every 0.2 s). ``--jemalloc`` restarts the script under jemalloc with the settings the
 command line uses (``transformer.host_memory``). Prints the peak resident size (VmHWM)
 and the median tokens/s after the first 100 updates.

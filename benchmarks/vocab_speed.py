@@ -9,9 +9,10 @@ second.
 For each size this trains the shared BPE vocabulary on Multi30k's train split (as
 ``python -m transformer train`` does), builds the trainer of the 30-minute recipe as it was
 measured (``make train-tiny`` of 2026-12-01: tiny preset, dropout 0.2, bf16, 4,096-token
-updates; README; here ``--precision auto``, which is bf16 on CPUs with bf16 instructions) and then times real updates in rounds,
-``--updates`` per size per round, the sizes taking turns (in a rotated order each round),
-so a change in the machine's speed during the run hits every size alike. Reported:
+updates; README; here ``--precision auto``, bf16 on CPUs with bf16 instructions) and then
+times real updates in rounds, ``--updates`` per size per round, the sizes taking turns (in
+a rotated order each round), so a change in the machine's speed during the run hits every
+size alike. Reported:
 seconds per update, target pieces per German sentence (with the end token), sentences per
 update, sentences per second and that as a ratio to the first size.
 

@@ -101,6 +101,24 @@ def test_the_table_runs_resumes_and_records_its_provenance(corpus, tmp_path, mon
         run_table(rows, out, updates=4, corpus=str(corpus), bleu_sentences=5, **TINY)
 
 
+def test_the_table_records_the_precision_auto_picked_and_keeps_to_it(corpus, tmp_path,
+                                                                      monkeypatch):
+    # Table 3's rows ask for --precision auto: bf16 on a CPU with bf16 instructions, fp32
+    # on others. The file records which, and a machine that would pick the other refuses
+    # to add rows to it (one table, one precision).
+    import transformer.trainer as trainer_module
+    settings = {k: v for k, v in TINY.items() if k != "precision"}
+    out = tmp_path / "table"
+    monkeypatch.setattr(trainer_module, "cpu_has_native_bf16", lambda: False)
+    data = run_table([], out, updates=3, corpus=str(corpus), device="cpu", **settings)
+    assert ablation.TABLE_TRAIN["precision"] == "auto"
+    assert data["provenance"]["shared"]["precision"] == "fp32"
+    monkeypatch.setattr(trainer_module, "cpu_has_native_bf16", lambda: True)
+    with pytest.raises(TrainingError, match=r'results.json holds a table with other shared '
+                                            r'settings \(.*"precision": "fp32"'):
+        run_table([], out, updates=3, corpus=str(corpus), device="cpu", **settings)
+
+
 def test_a_diverged_row_is_recorded_not_raised(corpus, tmp_path, monkeypatch):
     from transformer.tokenizer import Tokenizer
     from transformer.trainer import Trainer

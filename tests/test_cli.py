@@ -343,6 +343,12 @@ def test_the_book_cache_key_hashes_every_module_and_the_result_settings(
     with open(package / "cli.py", "a") as f:
         f.write("# changed\n")
     assert runs.run_key(cfg) != key
+    import transformer.trainer as trainer_module     # what --precision auto picks here
+    on_cpu = dataclasses.replace(cfg, device="cpu")
+    monkeypatch.setattr(trainer_module, "cpu_has_native_bf16", lambda: True)
+    bf16_key = runs.run_key(on_cpu)
+    monkeypatch.setattr(trainer_module, "cpu_has_native_bf16", lambda: False)
+    assert runs.run_key(on_cpu) != bf16_key
 
 
 def test_book_quick_is_read_when_asked(monkeypatch):
@@ -364,3 +370,21 @@ def test_under_ci_missing_corpora_fail_instead_of_skipping(tmp_path):
     assert result.returncode == 1 and "skipped" not in summary, result.stdout[-2000:]
     assert "1 failed" in summary and "1 error" in summary, summary
     assert "offline corpora not found" in result.stdout
+
+
+def test_a_warning_on_the_command_line_is_one_line(tmp_path):
+    # `python -m transformer` prints warnings as it prints errors: "warning: ..." on one
+    # line. Here the one for bf16 on a CPU without bf16 instructions, forced on any CPU.
+    args = train_args(write_corpus(tmp_path / "corpus"), tmp_path / "run", updates=2)
+    args[args.index("--precision") + 1] = "bf16"
+    code = ("import runpy, sys; import transformer.trainer as t; "
+            "t.cpu_has_native_bf16 = lambda: False; "
+            f"sys.argv = ['transformer', *{args!r}, '--threads', '1']; "
+            "runpy.run_module('transformer', run_name='__main__')")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "TRANSFORMER_MALLOC": "system"}, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.splitlines() == [
+        "warning: --precision bf16 on a CPU without AVX512-BF16 or AMX: bf16 matrix products "
+        "run on a slow generic path here (an update can take 18x as long as in fp32); "
+        "--precision auto picks fp32 on this CPU"]

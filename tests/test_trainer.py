@@ -372,10 +372,13 @@ def _cpuinfo_flags() -> set[str]:
     return set(line.split(":", 1)[-1].split())
 
 
-def test_native_bf16_is_what_the_cpu_flags_say():
-    # bf16 matrix instructions: AVX512-BF16, or AMX's tiles (which come with amx_bf16)
-    flags = _cpuinfo_flags()
-    assert cpu_has_native_bf16() == bool({"avx512_bf16", "amx_tile"} & flags)
+def test_native_bf16_is_what_the_cpu_flags_say(monkeypatch):
+    # bf16 matrix instructions: AVX512-BF16 or AMX-BF16; torch's own answer, and the
+    # fallback of a torch without get_capabilities, both agree with the kernel's flags
+    expected = bool({"avx512_bf16", "amx_bf16"} & _cpuinfo_flags())
+    assert cpu_has_native_bf16() == expected
+    monkeypatch.delattr(torch.cpu, "get_capabilities")
+    assert cpu_has_native_bf16() == expected
 
 
 @pytest.mark.parametrize("native", [True, False])
@@ -383,25 +386,53 @@ def test_auto_precision_on_a_cpu_is_bf16_only_with_bf16_instructions(monkeypatch
     # Without them PyTorch's bf16 matmul takes a generic path: an update of the 30-minute
     # recipe ran 18x slower than fp32 on an AVX2-only EPYC (trainer.cpu_has_native_bf16)
     monkeypatch.setattr(trainer_module, "cpu_has_native_bf16", lambda: native)
+    monkeypatch.setattr(trainer_module, "_warned_slow_bf16", False)
     cpu = torch.device("cpu")
     assert resolve_precision("auto", cpu) == ("bf16" if native else "fp32")
     assert resolve_precision("fp32", cpu) == "fp32"
-    with warnings.catch_warnings():
-        warnings.simplefilter("error" if native else "ignore")   # native: no warning
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
         assert resolve_precision("bf16", cpu) == "bf16"           # asked for: kept
-    if not native:
-        with pytest.warns(RuntimeWarning, match="--precision bf16 on a CPU without "
-                                                "AVX512-BF16 or AMX.*auto picks fp32"):
-            resolve_precision("bf16", cpu)
+        assert resolve_precision("bf16", cpu) == "bf16"
+    messages = [str(w.message) for w in seen]
+    if native:
+        assert messages == []
+    else:                                                         # one warning a process
+        assert len(messages) == 1 and messages[0].startswith(
+            "--precision bf16 on a CPU without AVX512-BF16 or AMX") and \
+            "--precision auto picks fp32" in messages[0]
     with pytest.raises(ValueError, match="fp16 with loss scaling needs a CUDA device"):
         resolve_precision("fp16", cpu)
 
 
-def test_the_trainer_runs_auto_in_what_the_cpu_does_fast(corpus, tmp_path):
-    cfg = TrainConfig(out_dir=str(tmp_path / "run"), corpus=str(corpus), vocab_size=400,
-                      max_tokens=600, update_tokens=600, max_updates=1, precision="auto",
-                      eval_bleu_sentences=0, progress=False,
-                      model_overrides=dict(d_model=32, d_ff=64, n_heads=2, n_encoder_layers=1,
-                                           n_decoder_layers=1))
-    trainer = Trainer.from_config(cfg)
-    assert trainer.precision == ("bf16" if cpu_has_native_bf16() else "fp32")
+def _tiny_run(corpus, out, **kw) -> TrainConfig:
+    return TrainConfig(out_dir=str(out), corpus=str(corpus), vocab_size=400, max_tokens=600,
+                       update_tokens=600, save_every=2, device="cpu", eval_bleu_sentences=0,
+                       progress=False, model_overrides=dict(d_model=32, d_ff=64, n_heads=2,
+                                                            n_encoder_layers=1,
+                                                            n_decoder_layers=1), **kw)
+
+
+def test_the_trainer_runs_auto_in_what_the_cpu_does_fast_and_says_so(corpus, tmp_path,
+                                                                     one_thread):
+    trainer = Trainer.from_config(_tiny_run(corpus, tmp_path / "run", max_updates=2))
+    native = "bf16" if cpu_has_native_bf16() else "fp32"
+    assert trainer.precision == native
+    assert trainer.fit()["precision"] == native
+    saved = torch.load(trainer.run.checkpoints()[-1], weights_only=True)
+    assert saved["precision"] == native
+
+
+def test_resuming_in_another_precision_warns(corpus, tmp_path, one_thread, monkeypatch):
+    # a run started on a CPU with bf16 instructions, resumed on one without (auto: fp32)
+    monkeypatch.setattr(trainer_module, "cpu_has_native_bf16", lambda: True)
+    Trainer.from_config(_tiny_run(corpus, tmp_path / "run", max_updates=2)).fit()
+    monkeypatch.setattr(trainer_module, "cpu_has_native_bf16", lambda: False)
+    with pytest.warns(RuntimeWarning, match=r"step_0000002.pt was trained in bf16; it "
+                                            r"resumes in fp32 \(--precision auto"):
+        trainer = Trainer.from_config(_tiny_run(corpus, tmp_path / "run", max_updates=4))
+    assert trainer.step == 2 and trainer.precision == "fp32"
+    monkeypatch.setattr(trainer_module, "cpu_has_native_bf16", lambda: True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                 # the same precision: no warning
+        assert Trainer.from_config(_tiny_run(corpus, tmp_path / "run", max_updates=4)).step == 2

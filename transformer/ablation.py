@@ -274,8 +274,9 @@ def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int, seed
     ``corpus``, ``data_root``); the table's shared settings, the budget and the vocabulary
     (one ``spm.model`` for all rows, so perplexities compare) must match the file's.
     """
-    from .trainer import _nonempty, _train_tokenizer
+    from .trainer import _nonempty, _train_tokenizer, resolve_precision
     from .data import load_corpus
+    from .inference import resolve_device
     out = Path(out_dir)
     results = ResultsFile(out / "results.json")
     data = results.read()
@@ -283,6 +284,10 @@ def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int, seed
                                 if k not in ("threads", "data_root", "device")},
               "updates": updates, "beam": beam, "alpha": alpha,
               "bleu_sentences": bleu_sentences}
+    # the precision the rows train in here (auto: bf16 or fp32 by CPU), so that a table is
+    # never resumed in another one
+    shared["precision"] = resolve_precision(shared["precision"],
+                                            resolve_device(settings.get("device", "auto")))
     probe = row_config(ROWS[0], out, seed=seed, updates=updates, **settings)   # checks values
     provenance = data["provenance"]
     if provenance and provenance.get("shared") != shared:

@@ -114,8 +114,9 @@ class TrainConfig:
                         help="seed of the initial weights, dropout and batch order")
     precision: str = setting(
         "auto", run=True, choices=PRECISIONS,
-        help="fp32; bf16 autocast; fp16 autocast with loss scaling (CUDA only); auto: bf16, "
-             "or fp16 on a CUDA device without bf16")
+        help="fp32; bf16 autocast; fp16 autocast with loss scaling (CUDA only); auto: on a "
+             "GPU bf16, or fp16 where it has no bf16; on a CPU bf16 where it has AVX512-BF16 "
+             "or AMX, else fp32")
     compile: bool = setting(False, run=False, result=True, help="torch.compile the model")
     threads: int = setting(0, run=False, result=True, min=0,
                            help="torch CPU threads (0: torch's default)")

@@ -41,30 +41,47 @@ __all__ = ["Trainer", "TrainConfig", "TrainingError", "SequenceLoss", "make_opti
 
 # ----------------------------------------------------------------- helpers
 def cpu_has_native_bf16() -> bool:
-    """Whether this CPU has bf16 matrix instructions (AVX512-BF16 or AMX).
+    """Whether this CPU has bf16 matrix instructions (x86's AVX512-BF16 or AMX-BF16).
 
     Without them PyTorch multiplies bf16 matrices on a slow generic path: on a 2-core
     AMD EPYC VM with AVX2 only (Zen 3, 2026-12-03) a (2048, 128) x (128, 512) product took
     32 ms in bf16 against 2.5 ms in fp32, and an update of ``make train-tiny`` 18x longer
-    (275 against 4,925 target tokens/s).
+    (275 against 4,925 target tokens/s). A torch too old to say (no
+    ``torch.cpu.get_capabilities``) reads the flags of /proc/cpuinfo, and when those cannot
+    be read either the answer is yes, as before the check existed.
     """
-    return any(getattr(torch.cpu, check, lambda: False)()     # private, so looked up
-               for check in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"))
+    if hasattr(torch.cpu, "get_capabilities"):
+        flags = {name for name, present in torch.cpu.get_capabilities().items() if present}
+    else:
+        try:
+            text = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return True
+        flags = set(next((line.split(":", 1)[1] for line in text.splitlines()
+                          if line.startswith("flags")), "").split())
+    return bool({"avx512_bf16", "amx_bf16"} & flags)
+
+
+_warned_slow_bf16 = False
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
     """``precision`` with ``"auto"`` decided for ``device``: on a GPU bf16, or fp16 where
     it has no bf16; on a CPU bf16 where it has bf16 instructions
     (:func:`cpu_has_native_bf16`), else fp32. fp16 (with loss scaling) needs CUDA; an
-    explicit bf16 on a CPU without bf16 instructions runs, with a warning."""
+    explicit bf16 on a CPU without bf16 instructions runs, with a warning (once a process)."""
+    global _warned_slow_bf16
     if precision != "auto":
         if precision == "fp16" and device.type != "cuda":
-            raise ValueError("fp16 with loss scaling needs a CUDA device; use bf16 on CPU")
-        if precision == "bf16" and device.type == "cpu" and not cpu_has_native_bf16():
+            raise ValueError("fp16 with loss scaling needs a CUDA device; on a CPU use auto, "
+                             "fp32 or bf16")
+        if precision == "bf16" and device.type == "cpu" and not _warned_slow_bf16 \
+                and not cpu_has_native_bf16():
+            _warned_slow_bf16 = True
             warnings.warn("--precision bf16 on a CPU without AVX512-BF16 or AMX: bf16 matrix "
                           "products run on a slow generic path here (an update can take 18x "
                           "as long as in fp32); --precision auto picks fp32 on this CPU",
-                          RuntimeWarning)     # once a process: one place warns
+                          RuntimeWarning)
         return precision
     if device.type == "cuda":
         return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
@@ -257,6 +274,11 @@ class Trainer:
             return None
         for path, state in self.run.complete_checkpoints(map_location=self.device):
             self._check_own(path, state)
+            if state.get("precision", self.precision) != self.precision:
+                warnings.warn(f"{path} was trained in {state['precision']}; it resumes in "
+                              f"{self.precision} (--precision {self.cfg.precision} on this "
+                              f"machine): the rest of the run differs from an unbroken one",
+                              RuntimeWarning)
             self.load_checkpoint_state(state)
             if self.dist.main:
                 self.run.keep_metrics(self.step)
@@ -297,6 +319,7 @@ class Trainer:
             "rng": {"torch": torch.get_rng_state(), "python": _python_rng_to_list()},
             "model_config": self.model_cfg.to_dict(),
             "train_config": dataclasses.asdict(self.cfg),
+            "precision": self.precision,        # what --precision (auto) resolved to
         }
         if self.tokenizer is not None:
             state["tokenizer"] = self.tokenizer.serialized()
@@ -452,7 +475,8 @@ class Trainer:
         self.log({"step": self.step, **final, "final": True})
         self.average()
         self.dist.barrier()
-        return {"step": self.step, "train_seconds": self.train_seconds, **final}
+        return {"step": self.step, "train_seconds": self.train_seconds,
+                "precision": self.precision, **final}
 
     # ---------------------------------------------------------- evaluation
     @torch.no_grad()

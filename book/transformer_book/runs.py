@@ -34,10 +34,13 @@ def package_modules() -> list[Path]:
 
 
 def run_key(cfg: TrainConfig) -> str:
-    """The cache key of ``cfg``: its result-defining settings, the package's source, the
-    corpus files (16 hex digits of a SHA-256)."""
+    """The cache key of ``cfg``: its result-defining settings, the precision it trains in
+    here, the package's source, the corpus files (16 hex digits of a SHA-256)."""
+    from transformer.inference import resolve_device
+    from transformer.trainer import resolve_precision
     h = hashlib.sha256()
     h.update(json.dumps(result_settings(cfg), sort_keys=True).encode())
+    h.update(resolve_precision(cfg.precision, resolve_device(cfg.device)).encode())  # auto's pick
     for path in package_modules():
         h.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
     if cfg.corpus != "wmt14":
@@ -64,9 +67,10 @@ def book_run_config(quick: bool = False) -> TrainConfig:
     """The run chapters 7-9 train and explore: the CPU preset on Multi30k, en->de.
 
     Full: 800 updates of about 4,000 target tokens (6 epochs, 7-12 minutes on two quiet
-    cores in bf16): the first 800 updates of the README's 30-minute run of this
-    preset (``make train-small``), with the same settings. A fixed number of updates, not a
-    time limit, so the published model does not depend on how busy the machine was.
+    cores with bf16 instructions; ``precision="auto"`` trains in fp32 on a CPU without
+    them): the first 800 updates of the README's 30-minute run of this preset (``make
+    train-small``), with the same settings. A fixed number of updates, not a time limit,
+    so the published model does not depend on how busy the machine was.
     Quick (``BOOK_QUICK=1``, for tests): a tiny model for 40 updates.
     """
     if quick:
