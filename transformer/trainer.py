@@ -90,17 +90,19 @@ def resolve_precision(precision: str, device: torch.device) -> str:
 
 @contextlib.contextmanager
 def autocast(device: torch.device, precision: str):
-    """Mixed precision for the forward pass (master weights stay fp32).
+    """Mixed precision for the forward pass (master weights stay fp32), and on a CPU
+    PyTorch's "math" attention kernel.
 
-    On CPU in bf16, PyTorch's "math" attention kernel has a 2-3x faster backward than
-    the fused CPU kernel (measured in benchmarks/train_throughput.py), so it is chosen.
+    At sentence lengths the math kernel's forward and backward are faster on a CPU than
+    the fused ("flash") CPU kernel: 2-3x in bf16 (benchmarks/train_throughput.py); in
+    fp32, at the ``tiny`` preset's shapes, 1.2-3.7x up to 64 keys (0.6-0.9x at 96-128),
+    and a whole update of ``make train-tiny`` 1.23x (benchmarks/attention_kernel_speed.py,
+    benchmarks/README.md). So it is chosen in every precision.
     """
-    if precision == "fp32":
-        yield
-        return
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
     with contextlib.ExitStack() as stack:
-        stack.enter_context(torch.autocast(device.type, dtype=dtype))
+        if precision != "fp32":
+            dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+            stack.enter_context(torch.autocast(device.type, dtype=dtype))
         if device.type == "cpu":
             from torch.nn.attention import SDPBackend, sdpa_kernel
             stack.enter_context(sdpa_kernel(SDPBackend.MATH))
