@@ -22,7 +22,7 @@ from transformer.run_folder import RunFolder
 from transformer.schedule import noam_lr
 from transformer.train_config import TrainConfig, TrainingError
 import transformer.trainer as trainer_module
-from transformer.trainer import (Trainer, cpu_has_native_bf16, make_optimizer,
+from transformer.trainer import (Trainer, autocast, cpu_has_native_bf16, make_optimizer,
                                  resolve_precision)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -436,3 +436,14 @@ def test_resuming_in_another_precision_warns(corpus, tmp_path, one_thread, monke
     with warnings.catch_warnings():
         warnings.simplefilter("error")                 # the same precision: no warning
         assert Trainer.from_config(_tiny_run(corpus, tmp_path / "run", max_updates=4)).step == 2
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_cpu_autocast_picks_the_math_attention_kernel(precision):
+    # the fused CPU kernel is 2-3.7x slower at sentence lengths (benchmarks/README.md)
+    assert torch.backends.cuda.flash_sdp_enabled()
+    with autocast(torch.device("cpu"), precision):
+        assert torch.backends.cuda.math_sdp_enabled()
+        assert not torch.backends.cuda.flash_sdp_enabled()
+        assert torch.is_autocast_enabled("cpu") == (precision == "bf16")
+    assert torch.backends.cuda.flash_sdp_enabled()       # and it puts the choice back
