@@ -10,8 +10,9 @@ kernel on a CPU (transformer/trainer.py). This measures why, two ways:
    encoder's self-attention (a key-padding mask) and the decoder's (causal), the two
    backends in turn, fp32, then bf16 autocast if this CPU has bf16 instructions;
 2. whole training updates of ``make train-tiny`` (tiny preset, dropout 0.2, 2,048-token
-   updates, ``--precision auto``): two trainers built alike (same seed, so the same
-   batches), one with each kernel, in rounds of ``--updates`` updates taking turns.
+   updates, ``--precision auto``; ``vocab_speed.recipe_trainer``): two trainers built
+   alike (same seed, so the same batches), one with each kernel, in rounds of
+   ``--updates`` updates taking turns.
 
     python benchmarks/attention_kernel_speed.py
     python benchmarks/attention_kernel_speed.py --skip-kernels --rounds 6 --updates 30
@@ -30,8 +31,8 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import transformer.trainer as trainer_module
-from transformer.train_config import TrainConfig
-from transformer.trainer import Trainer, cpu_has_native_bf16
+from transformer.trainer import cpu_has_native_bf16
+from vocab_speed import recipe_trainer       # make train-tiny's trainer (benchmarks/)
 
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "math": SDPBackend.MATH}
 TRAINER_AUTOCAST = trainer_module.autocast        # mixed precision + the math kernel
@@ -84,13 +85,9 @@ def flash_autocast(device, precision):
 
 def updates(scratch: Path, args) -> None:
     runs = {}
-    for name in BACKENDS:
-        cfg = TrainConfig(out_dir=str(scratch / name), preset="tiny", precision="auto",
-                          warmup=2000, lr_factor=1.789, max_tokens=args.tokens,
-                          update_tokens=args.tokens, threads=args.threads,
-                          data_root=args.data_root, model_overrides={"dropout": 0.2},
-                          progress=False)
-        trainer = Trainer.from_config(cfg)
+    for name in BACKENDS:                   # the same seed, so the same batches, in turn
+        trainer = recipe_trainer(8000, scratch / name, args.threads, args.data_root,
+                                 args.tokens)
         runs[name] = {"trainer": trainer, "batches": iter(trainer.train_iter), "seconds": []}
     for r in range(args.rounds + 1):                       # round 0: untimed warm-up
         for name in (list(BACKENDS) if r % 2 else list(BACKENDS)[::-1]):
