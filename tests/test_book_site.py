@@ -204,3 +204,15 @@ def test_install_cells_use_the_configured_repository():
         assert "google.colab" in first and f"git+{url}" in first, nb_path.name
         assert "nbval-skip" in code[0]["metadata"].get("tags", []), nb_path.name
         assert not any(c.get("outputs") for c in code), f"{nb_path.name} has committed outputs"
+
+
+def test_chapters_take_the_configured_cell_timeout():
+    """_config.yml's execute.timeout is the one limit: a chapter's own ``mystnb``
+    ``execution_timeout`` would override it (chapter 7's 1,800 s failed `make book` when
+    its training cell ran longer in fp32 on a 2-core Zen 3 VM, 2026-12-03)."""
+    timeout = int(re.search(r"^execute:\s*\n(?:\s+.*\n)*?\s+timeout:\s*(\d+)",
+                            (REPO / "_config.yml").read_text(), flags=re.M).group(1))
+    assert timeout >= 3600
+    for nb_path in sorted((REPO / "book").glob("[0-9][0-9]_*.ipynb")):
+        nb = json.loads(nb_path.read_text())
+        assert "execution_timeout" not in nb["metadata"].get("mystnb", {}), nb_path.name
