@@ -106,6 +106,10 @@ class TrainConfig:
     cooldown_end: int = setting(0, run=True, min=0,
                                 help="the update at which the cool-down ends and training "
                                      "stops (with --cooldown)")
+    optimizer: str = setting(
+        "adam", run=True, choices=("adam", "muon"),
+        help="adam: Adam(0.9, 0.98, 1e-9) (5.3); muon: Muon for the encoder and decoder "
+             "layers' matrices, Adam for the rest (not in the paper; make train-tiny)")
     lr_factor: float = setting(1.0, run=True, min=0,
                                help="multiplies the learning rate of eq. (3)")
     label_smoothing: float = setting(0.1, run=True, min=0, max=1,

@@ -110,12 +110,18 @@ def autocast(device: torch.device, precision: str):
         yield
 
 
-def make_optimizer(model: torch.nn.Module) -> torch.optim.Adam:
+def make_optimizer(model: torch.nn.Module, name: str = "adam"):
     """Adam(beta1=0.9, beta2=0.98, eps=1e-9), section 5.3; lr is set every step.
 
     ``fused=True`` updates all parameters in one kernel (about 10x faster than the
-    per-tensor loop on a CPU; same maths).
+    per-tensor loop on a CPU; same maths). ``name="muon"``: Muon for the layers' matrices,
+    Adam for the rest (:mod:`transformer.muon`; not the paper's).
     """
+    if name == "muon":
+        from .muon import MuonWithAdam
+        return MuonWithAdam(model)
+    if name != "adam":
+        raise ValueError(f"unknown optimizer {name!r}; choose 'adam' or 'muon'")
     return torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9,
                             fused=True)
 
@@ -247,7 +253,7 @@ class Trainer:
             iters = cls._iterators(cfg, tokenizer, train, valid)
 
         model = FastTransformer(cfg.model_config(tokenizer.vocab_size)).to(device)
-        trainer = cls(model, make_optimizer(model), *iters, cfg, run=run, dist=dist,
+        trainer = cls(model, make_optimizer(model, cfg.optimizer), *iters, cfg, run=run, dist=dist,
                       tokenizer=tokenizer, valid=valid)
         trainer.resume()
         return trainer

@@ -1,0 +1,105 @@
+"""--optimizer muon: orthogonalised updates for the layers' matrices, Adam for the rest,
+an exact resume like Adam's."""
+import gzip
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from transformer.checkpoint import load_checkpoint
+from transformer.config import ModelConfig
+from transformer.fast import FastTransformer
+from transformer.muon import MUON_SCALE, Muon, MuonWithAdam, newton_schulz
+from transformer.trainer import make_optimizer
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("shape", [(3, 16, 16), (2, 32, 8), (2, 8, 32)])
+def test_newton_schulz_flattens_every_singular_value(shape):
+    torch.manual_seed(0)
+    U, _, Vh = torch.linalg.svd(torch.randn(shape), full_matrices=False)
+    spread = torch.logspace(0, -2, min(shape[1:]))       # condition number 100
+    G = U @ torch.diag_embed(spread.expand(shape[0], -1)) @ Vh
+    X = newton_schulz(G)
+    assert X.shape == G.shape
+    s = torch.linalg.svdvals(X)
+    assert s.min() > 0.6 and s.max() < 1.25               # 0.01 to 1 became about 1
+    core = U.mT @ X @ Vh.mT                               # the same singular vectors:
+    off_diagonal = core - torch.diag_embed(torch.diagonal(core, dim1=-2, dim2=-1))
+    assert off_diagonal.abs().max() < 1e-4                # X = U diag(s') V^T
+
+
+def test_a_muon_step_is_an_orthogonal_step_of_the_set_size_against_the_gradient():
+    torch.manual_seed(0)
+    w = torch.nn.Parameter(torch.randn(24, 12))
+    before = w.detach().clone()
+    opt = Muon([w], lr=0.01)
+    w.grad = torch.randn(24, 12)
+    opt.step()
+    delta = w.detach() - before
+    s = torch.linalg.svdvals(delta) / (0.01 * MUON_SCALE * 24 ** 0.5)
+    assert s.min() > 0.6 and s.max() < 1.25
+    assert torch.sum(delta * w.grad) < 0                  # downhill
+    assert torch.equal(opt.state[w]["momentum_buffer"], w.grad)
+    with pytest.raises(ValueError, match="matrices only"):
+        Muon([torch.nn.Parameter(torch.zeros(3))])
+
+
+def test_muon_takes_the_layers_matrices_and_adam_everything_else():
+    cfg = ModelConfig(vocab_size=50, d_model=16, n_heads=2, d_ff=32,
+                      n_encoder_layers=1, n_decoder_layers=1)
+    model = FastTransformer(cfg)
+    opt = make_optimizer(model, "muon")
+    assert isinstance(opt, MuonWithAdam)
+    muon = {id(p) for g in opt.muon.param_groups for p in g["params"]}
+    adam = {id(p) for g in opt.adam.param_groups for p in g["params"]}
+    names = {id(p): n for n, p in model.named_parameters()}
+    assert muon.isdisjoint(adam) and muon | adam == set(names)
+    assert all(p.ndim == 2 and "_layers." in n for n, p in model.named_parameters()
+               if id(p) in muon)
+    assert sum(p.ndim == 2 and "_layers." in n for n, p in model.named_parameters()) == len(muon)
+    assert "output_weight" in {names[i] for i in adam}    # the shared embedding stays with Adam
+    for group in opt.param_groups:                        # the trainer sets lr on each group
+        group["lr"] = 0.5
+    assert [g["lr"] for g in opt.adam.param_groups + opt.muon.param_groups] == [0.5, 0.5]
+    with pytest.raises(ValueError, match="unknown optimizer 'sgd'"):
+        make_optimizer(model, "sgd")
+
+
+@pytest.fixture(scope="module")
+def corpus(shared_data, tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("corpus")
+    for split, n in (("train", 800), ("valid", 50), ("test", 50)):
+        for side in ("src", "tgt"):
+            with gzip.open(shared_data / "multi30k-en-de" / f"{split}.{side}.gz", "rt") as f:
+                lines = [next(f) for _ in range(n)]
+            (folder / f"{split}.{side}").write_text("".join(lines), encoding="utf-8")
+    return folder
+
+
+def train(corpus, out, updates, optimizer="muon"):
+    cmd = [sys.executable, "-m", "transformer", "train", "--corpus", str(corpus),
+           "--out", str(out), "--optimizer", optimizer, "--vocab-size", "300",
+           "--max-tokens", "500", "--update-tokens", "500", "--max-updates", str(updates),
+           "--save-every", "6", "--keep-last", "2", "--warmup", "10", "--precision", "fp32",
+           "--threads", "1", "--eval-bleu-sentences", "0", "--no-progress",
+           "--model", "d_model=32", "--model", "d_ff=64", "--model", "n_heads=2",
+           "--model", "n_encoder_layers=1", "--model", "n_decoder_layers=1"]
+    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+def test_muon_run_resumes_exactly_and_keeps_its_optimizer(corpus, tmp_path):
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    assert train(corpus, straight, 12).returncode == 0
+    assert train(corpus, resumed, 6).returncode == 0      # stops at checkpoint 6 ...
+    assert train(corpus, resumed, 12).returncode == 0     # ... and the same run goes on
+    a = load_checkpoint(straight / "checkpoints" / "step_0000012.pt")
+    b = load_checkpoint(resumed / "checkpoints" / "step_0000012.pt")
+    assert set(a["optimizer"]) == {"adam", "muon"}
+    for name, tensor in a["model"].items():
+        assert torch.equal(tensor, b["model"][name]), name
+    refused = train(corpus, resumed, 18, optimizer="adam")
+    assert refused.returncode == 2 and 'optimizer "muon" there, "adam" now' in refused.stderr

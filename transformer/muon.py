@@ -1,0 +1,103 @@
+"""Muon for the layers' weight matrices, Adam for the rest: a switch of the 30-minute
+recipe (``--optimizer muon``), not the paper's optimizer (section 5.3 uses Adam alone).
+
+Muon (Jordan et al., 2024, "Muon: an optimizer for hidden layers") takes each matrix's
+Nesterov momentum and replaces it by the nearest semi-orthogonal matrix, found by five
+Newton-Schulz iterations: every direction of the update gets the same step. The step is
+scaled by ``MUON_SCALE * sqrt(max(rows, cols))``, which gives the update the RMS of an
+Adam update of ``MUON_SCALE`` (Liu et al., 2025, "Muon is scalable for LLM training",
+who use 0.2), so the trainer's learning rate of equation (3) drives both optimizers
+unchanged. 0.4 scored higher on Multi30k's valid split than 0.2 (README). The shared
+embedding / output matrix, the biases and the LayerNorm gains keep Adam(0.9, 0.98, 1e-9).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import torch
+
+MUON_SCALE = 0.4
+
+
+def newton_schulz(G: torch.Tensor, steps: int = 5) -> torch.Tensor:
+    """A matrix near the semi-orthogonal factor of each G (batch, rows, cols): all its
+    singular values land in about [0.7, 1.2] (the quintic of Jordan et al.)."""
+    a, b, c = 3.4445, -4.7750, 2.0315
+    tall = G.size(-2) > G.size(-1)
+    X = G.mT if tall else G                                # (batch, short, long)
+    X = X / (X.norm(dim=(-2, -1), keepdim=True) + 1e-7)    # singular values <= 1
+    for _ in range(steps):                                 # X <- aX + (bA + cA^2) X
+        A = torch.bmm(X, X.mT)                             # (batch, short, short)
+        X = torch.baddbmm(X, torch.baddbmm(A, A, A, beta=b, alpha=c), X, beta=a)
+    return X.mT if tall else X
+
+
+class Muon(torch.optim.Optimizer):
+    """Nesterov momentum, orthogonalised by one batched Newton-Schulz per matrix shape."""
+
+    def __init__(self, params, lr: float = 0.0, momentum: float = 0.95, ns_steps: int = 5,
+                 scale: float = MUON_SCALE):
+        super().__init__(params, dict(lr=lr, momentum=momentum, ns_steps=ns_steps,
+                                      scale=scale))
+        for group in self.param_groups:
+            if any(p.ndim != 2 for p in group["params"]):
+                raise ValueError("Muon updates matrices only; give the other parameters "
+                                 "to Adam")
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            mu, by_shape = group["momentum"], defaultdict(list)
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                buf = self.state[p].setdefault("momentum_buffer", torch.zeros_like(p))
+                buf.mul_(mu).add_(p.grad)
+                by_shape[tuple(p.shape)].append((p, p.grad.add(buf, alpha=mu)))  # Nesterov
+            for shape, items in by_shape.items():
+                updates = newton_schulz(torch.stack([u for _, u in items]), group["ns_steps"])
+                step = -group["lr"] * group["scale"] * max(shape) ** 0.5
+                for (p, _), u in zip(items, updates):
+                    p.add_(u, alpha=step)
+
+
+def is_muon_parameter(name: str, p: torch.Tensor) -> bool:
+    """A weight matrix inside an encoder or decoder layer (not the embedding)."""
+    return p.ndim == 2 and ("encoder_layers." in name or "decoder_layers." in name)
+
+
+class MuonWithAdam:
+    """Muon for the layers' matrices and Adam for the other parameters, behind the face
+    the trainer uses: ``param_groups`` (it sets each group's ``lr``), ``step``,
+    ``zero_grad``, ``state_dict`` and ``load_state_dict`` (a checkpoint holds both)."""
+
+    def __init__(self, model: torch.nn.Module, scale: float = MUON_SCALE):
+        muon, adam = [], []
+        for name, p in model.named_parameters():
+            (muon if is_muon_parameter(name, p) else adam).append(p)
+        if not muon:
+            raise ValueError("--optimizer muon found no encoder or decoder layer matrices")
+        self.adam = torch.optim.Adam(adam, lr=0.0, betas=(0.9, 0.98), eps=1e-9, fused=True)
+        self.muon = Muon(muon, scale=scale)
+
+    @property
+    def param_groups(self) -> list[dict]:
+        # read anew each time: load_state_dict replaces both optimizers' group dicts
+        return self.adam.param_groups + self.muon.param_groups
+
+    def step(self) -> None:
+        self.adam.step()
+        self.muon.step()
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        self.adam.zero_grad(set_to_none)
+        self.muon.zero_grad(set_to_none)
+
+    def state_dict(self) -> dict:
+        return {"adam": self.adam.state_dict(), "muon": self.muon.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        if set(state) != {"adam", "muon"}:
+            raise ValueError("this optimizer state is not --optimizer muon's")
+        self.adam.load_state_dict(state["adam"])
+        self.muon.load_state_dict(state["muon"])
