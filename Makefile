@@ -81,7 +81,7 @@ train-small: setup
 TINY_RUN ?= runs/tiny
 train-tiny: setup
 	$(PY) -m transformer train --preset tiny --corpus multi30k-en-de --out $(TINY_RUN) \
-	  --time-limit-min 30 --precision auto --threads 2 --warmup 2000 --lr-factor 1.789 \
+	  --optimizer muon --time-limit-min 30 --precision auto --threads 2 --warmup 2000 --lr-factor 1.789 \
 	  --model dropout=0.2 --max-tokens 2048 --update-tokens 2048 --save-every 200 --keep-last 5 \
 	  --eval-every 2000 --no-progress
 	$(PY) -m transformer evaluate $(TINY_RUN)/average.pt --corpus multi30k-en-de --split test --beam 4 --alpha 1.0
