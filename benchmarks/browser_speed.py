@@ -19,7 +19,6 @@ import argparse
 import functools
 import http.server
 import json
-import platform
 import shutil
 import statistics
 import subprocess
@@ -143,9 +142,8 @@ def main():
         runtime = sum((Path(tmp) / "_static" / "ort" / f).stat().st_size for f in ORT_FILES)
         browser = in_browser(Path(tmp), sentence, args.repeats)
     python = in_python(checkpoint, sentence, args.repeats, args.threads)
-    cpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    model_name = next((l.split(":", 1)[1].strip() for l in cpu.splitlines()
-                       if l.startswith("Model name")), platform.processor())
+    from transformer.provenance import cpu_name
+    model_name = cpu_name()
     print(json.dumps({"sentence": sentence, "checkpoint": str(checkpoint),
                       "model_download_bytes": download, "runtime_bytes": runtime,
                       "browser": browser, "python": python, "cpu": model_name}, indent=1,

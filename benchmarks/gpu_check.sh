@@ -3,12 +3,14 @@
 #
 #   bash benchmarks/gpu_check.sh              # on the GPU machine, from the repository root
 #   bash benchmarks/gpu_check.sh --dry-run    # on a CPU, in a minute (tests/test_gpu_check.py)
+#   STEPS="1 2" bash benchmarks/gpu_check.sh  # only the steps named
 #
 # Writes its log and results under $OUT (default _build/gpu_check):
-#   1. tests.txt       the device-aware tests on CUDA (bf16 and fp16 autocast included)
+#   1. tests.xml       the device-aware tests on CUDA (every precision, --compile included)
 #   2. throughput.json ours / torch.nn.Transformer / Marian at base and big dims, bf16,
 #                      ~25,000 target tokens per update, MFU against the measured peak,
-#                      eager and torch.compile (benchmarks/gpu_throughput.py)
+#                      eager and torch.compile (benchmarks/gpu_throughput.py); then
+#                      `python benchmarks/gpu_record.py $OUT` makes the committed record
 #   3. train/          a base-preset run on Multi30k for 3 minutes, then greedy and beam-4
 #                      sacreBLEU on the test split (bleu.txt)
 #   4. notebooks/      chapter 10 in its full form and chapter 7 as a Colab GPU user runs it
@@ -21,16 +23,18 @@ DRY=0
 [ "${1:-}" = "--dry-run" ] && DRY=1
 OUT=${OUT:-_build/gpu_check}
 PY=${PY:-python3}
+STEPS=${STEPS:-1 2 3 4}
+want() { [[ " $STEPS " == *" $1 "* ]]; }
 export TRANSFORMER_DATA=${TRANSFORMER_DATA:-$PWD/.gpu_data}
 export PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
 LOG="$OUT/log.txt"
 status=0
-step() {   # step NAME COMMAND...: run, log, keep going on failure
+step() {   # step NAME COMMAND...: run (at most $LIMIT_S seconds), log, keep going on failure
   local name=$1; shift
   echo "[$(date -u +%T)] $name: $*" | tee -a "$LOG"
   local started=$SECONDS
-  "$@" >>"$LOG" 2>&1
+  timeout "${LIMIT_S:-3600}" "$@" >>"$LOG" 2>&1
   local rc=$?
   echo "[$(date -u +%T)] $name: exit $rc after $((SECONDS - started)) s" | tee -a "$LOG"
   [ $rc -eq 0 ] || status=1
@@ -41,13 +45,17 @@ step() {   # step NAME COMMAND...: run, log, keep going on failure
 # 1. the device-aware tests (the `device` fixture runs them on CUDA when it is there)
 if [ $DRY = 1 ]; then TESTS=(tests/test_fast.py -k "fused_attention or incremental"); else
   TESTS=(tests/test_fast.py tests/test_parity.py tests/test_properties.py
-         tests/test_decoding.py tests/test_schedule_loss.py); fi
-step tests "$PY" -m pytest -q -p no:cacheprovider "${TESTS[@]}" -o addopts="" \
-  --junitxml="$OUT/tests.xml"
+         tests/test_decoding.py tests/test_schedule_loss.py tests/test_device_training.py); fi
+want 1 && LIMIT_S=240 step tests "$PY" -m pytest -q -p no:cacheprovider "${TESTS[@]}" \
+  -o addopts="" --junitxml="$OUT/tests.xml"
 
-# 2. throughput, eager and compiled
-if [ $DRY = 1 ]; then step throughput "$PY" benchmarks/gpu_throughput.py --dry-run --json "$OUT/throughput.json"
-else step throughput "$PY" benchmarks/gpu_throughput.py --compile --json "$OUT/throughput.json"; fi
+# 2. throughput, eager and compiled (rows start within THROUGHPUT_BUDGET_S seconds)
+if want 2; then
+  if [ $DRY = 1 ]; then step throughput "$PY" benchmarks/gpu_throughput.py --dry-run --json "$OUT/throughput.json"
+  else LIMIT_S=$(( ${THROUGHPUT_BUDGET_S:-600} + 180 )) step throughput "$PY" \
+    benchmarks/gpu_throughput.py --compile --budget-s "${THROUGHPUT_BUDGET_S:-600}" \
+    --json "$OUT/throughput.json"; fi
+fi
 
 # 3. a real training run and its BLEU
 if [ $DRY = 1 ]; then
@@ -60,9 +68,9 @@ else
          --warmup 4000 --precision bf16 --eval-bleu-sentences 200)
   LIMIT=()
 fi
-step train "$PY" -m transformer train --corpus multi30k-en-de --out "$OUT/train" --no-progress \
+want 3 && step train "$PY" -m transformer train --corpus multi30k-en-de --out "$OUT/train" --no-progress \
   --save-every 100 --keep-last 5 "${TRAIN[@]}"
-for beam in 1 4; do
+want 3 && for beam in 1 4; do
   step "bleu beam $beam" "$PY" -m transformer evaluate "$OUT/train/average.pt" \
     --corpus multi30k-en-de --split test --beam "$beam" "${LIMIT[@]}"
 done
@@ -70,7 +78,8 @@ grep -h "^BLEU" "$LOG" > "$OUT/bleu.txt" || true
 
 # 4. the notebooks: chapter 10 full, chapter 7 as on Colab (its cached run trains on the GPU)
 mkdir -p "$OUT/notebooks"
-if [ $DRY = 1 ]; then
+if ! want 4; then :
+elif [ $DRY = 1 ]; then
   step notebooks "$PY" -c "import nbformat, json, pathlib
 for name in ('07_training', '10_full_model'):
     nb = nbformat.read(f'book/{name}.ipynb', as_version=4)

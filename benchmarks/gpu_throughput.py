@@ -1,14 +1,23 @@
 """Training throughput on a GPU: ours vs torch.nn.Transformer vs Hugging Face Marian.
 
-    python benchmarks/gpu_throughput.py                       # base and big, bf16, eager
-    python benchmarks/gpu_throughput.py --compile             # and torch.compile'd
-    python benchmarks/gpu_throughput.py --dry-run             # tiny, on the CPU (tested)
+    python benchmarks/gpu_throughput.py --compile --json out.json   # base and big, bf16
+    python benchmarks/gpu_throughput.py --dry-run                   # tiny, on the CPU (tested)
 
 The models and batches of ``train_throughput.py`` (the CPU benchmark), at the paper's
 sizes: each update accumulates micro-batches of ``--max-tokens`` padded slots per side
 until about ``--update-tokens`` target tokens (the paper: 25,000), as the trainer does,
 under bf16 autocast. Reports target tokens/s, model FLOPs per second (``model_flops``)
 as a fraction of the bf16 matmul peak measured in the same run, and ours' ratios.
+
+Implementations: ``ours`` is the trainer's form (FastTransformer, padding-free rows,
+SequenceLoss); ``ours_padded`` the same on the padded layout (no data-dependent sizes);
+``torch`` and ``marian`` as in train_throughput.py. With ``--compile`` each is also timed
+compiled: ours through :func:`transformer.fast.compile_layers` (what ``--compile`` does
+in the trainer), the others with ``torch.compile(model, dynamic=True)``; the first
+update's time (the compilation) and the number of graphs compiled are recorded. Rows
+run in order of importance, base first, and a row that would start after
+``--budget-s`` is left out (and listed), so the script ends in its slot; the JSON
+record, with its provenance, is rewritten after every row.
 """
 from __future__ import annotations
 
@@ -27,7 +36,8 @@ from train_throughput import (TorchTransformerMT, build_marian, make_batches,  #
                               model_flops)
 
 from transformer import FastTransformer, ModelConfig  # noqa: E402
-from transformer.fast import FastLabelSmoothingLoss, SequenceLoss  # noqa: E402
+from transformer.fast import FastLabelSmoothingLoss, SequenceLoss, compile_layers  # noqa: E402
+from transformer.provenance import provenance, write_record  # noqa: E402
 
 
 def matmul_peak(device, n: int, reps: int = 10) -> float:
@@ -50,31 +60,44 @@ def sync(device):
 
 
 def build(name: str, cfg: ModelConfig, device, compile: bool):
-    """(model, loss(batch) -> summed loss) for one of the three implementations."""
+    """(model, loss(batch) -> summed loss) for one of the implementations."""
     criterion = FastLabelSmoothingLoss(0.1, pad_id=cfg.pad_id)
-    model = {"ours": lambda: FastTransformer(cfg), "torch": lambda: TorchTransformerMT(cfg),
+    model = {"ours": lambda: FastTransformer(cfg),
+             "ours_padded": lambda: FastTransformer(cfg, skip_padding=False),
+             "torch": lambda: TorchTransformerMT(cfg),
              "marian": lambda: build_marian(cfg)}[name]().to(device).train()
-    if name == "ours":
+    if name.startswith("ours"):
+        if compile:
+            compile_layers(model)
         forward = SequenceLoss(model, criterion)
-        loss_of = lambda src, tgt_in, tgt_out: forward(src, tgt_in, tgt_out)  # noqa: E731
-    elif name == "torch":
-        loss_of = lambda src, tgt_in, tgt_out: criterion(model(src, tgt_in), tgt_out, "sum")  # noqa: E731
-    else:
-        def loss_of(src, tgt_in, tgt_out):
-            logits = model(input_ids=src, attention_mask=(src != cfg.pad_id).long(),
-                           decoder_input_ids=tgt_in, use_cache=False).logits
-            return criterion(logits, tgt_out, "sum")
+        return model, lambda src, tgt_in, tgt_out: forward(src, tgt_in, tgt_out)
     if compile:
-        loss_of = torch.compile(loss_of, dynamic=True)
+        model = torch.compile(model, dynamic=True)
+    if name == "torch":
+        return model, lambda src, tgt_in, tgt_out: criterion(model(src, tgt_in), tgt_out, "sum")
+
+    def loss_of(src, tgt_in, tgt_out):
+        logits = model(input_ids=src, attention_mask=(src != cfg.pad_id).long(),
+                       decoder_input_ids=tgt_in, use_cache=False).logits
+        return criterion(logits, tgt_out, "sum")
     return model, loss_of
 
 
+def graphs_compiled() -> int:
+    from torch._dynamo.utils import counters
+    return int(counters["stats"]["unique_graphs"])
+
+
 def time_updates(name, cfg, updates, device, compile, warmup):
+    """Median seconds of an update after ``warmup`` untimed ones; the first update's
+    seconds; graphs compiled on the way."""
+    graphs = graphs_compiled()
     model, loss_of = build(name, cfg, device, compile)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9,
+    params = [p for p in model.parameters()]
+    opt = torch.optim.Adam(params, lr=1e-4, betas=(0.9, 0.98), eps=1e-9,
                            fused=device.type in ("cuda", "cpu"))
     times = []
-    for i, micro in enumerate(updates):
+    for micro in updates:
         sync(device)
         t = time.perf_counter()
         n_tokens = sum(int((b[2] != cfg.pad_id).sum()) for b in micro)
@@ -85,12 +108,12 @@ def time_updates(name, cfg, updates, device, compile, warmup):
         opt.step()
         opt.zero_grad(set_to_none=True)
         sync(device)
-        if i >= warmup:
-            times.append(time.perf_counter() - t)
-    del model, opt
+        times.append(time.perf_counter() - t)
+    del model, opt, params
     if device.type == "cuda":
         torch.cuda.empty_cache()
-    return statistics.median(times)
+    return {"seconds": statistics.median(times[warmup:]), "first_update_s": times[0],
+            "graphs_compiled": graphs_compiled() - graphs}
 
 
 def main(argv=None):
@@ -102,7 +125,9 @@ def main(argv=None):
     p.add_argument("--warmup", type=int, default=2, help="untimed updates first")
     p.add_argument("--vocab", type=int, default=37000)
     p.add_argument("--compile", action="store_true", help="also time torch.compile'd steps")
-    p.add_argument("--models", nargs="+", default=["ours", "torch", "marian"])
+    p.add_argument("--models", nargs="+", default=["ours", "ours_padded", "torch", "marian"])
+    p.add_argument("--budget-s", type=float, default=float("inf"),
+                   help="start no row after this many seconds (the rest are listed as left out)")
     p.add_argument("--json", help="write the results to this file")
     p.add_argument("--dry-run", action="store_true",
                    help="tiny dims, two updates, on the CPU: checks the script runs")
@@ -118,8 +143,15 @@ def main(argv=None):
                        reps=10 if device.type == "cuda" else 2)
     where = torch.cuda.get_device_name() if device.type == "cuda" else "CPU"
     print(f"{where}, torch {torch.__version__}; bf16 matmul peak {peak:,.0f} GFLOP/s")
-    results = []
-    for preset in args.presets:
+    record = {"provenance": provenance(device=device), "peak_gflops": peak,
+              "settings": {"update_tokens": args.update_tokens, "max_tokens": args.max_tokens,
+                           "vocab": args.vocab, "updates": args.updates,
+                           "warmup": args.warmup, "autocast": "bf16"},
+              "results": [], "left_out": []}
+    start = time.perf_counter()
+    plan = [(preset, compiled) for compiled in ([False, True] if args.compile else [False])
+            for preset in args.presets]                  # every eager row first
+    for preset, compiled in plan:
         overrides = dict(d_model=32, d_ff=64, n_heads=2, n_encoder_layers=1,
                          n_decoder_layers=1) if args.dry_run else {}
         cfg = ModelConfig.from_preset(preset, vocab_size=args.vocab, **overrides)
@@ -131,21 +163,30 @@ def main(argv=None):
         n_tokens = statistics.mean(sum(int((b[2] != cfg.pad_id).sum()) for b in u)
                                    for u in updates)
         flops = statistics.mean(sum(model_flops(cfg, b[0], b[2]) for b in u) for u in updates)
-        for compiled in ([False, True] if args.compile else [False]):
-            row = {"preset": preset, "compile": compiled, "target_tokens": n_tokens,
-                   "micro_batches": per_update}
-            for name in args.models:
-                seconds = time_updates(name, cfg, updates, device, compiled, args.warmup)
-                row[name] = {"seconds": seconds, "tokens_per_s": n_tokens / seconds,
-                             "mfu": flops / seconds / 1e9 / peak}
-            for name in args.models[1:]:
+        row = {"preset": preset, "compile": compiled, "target_tokens": n_tokens,
+               "micro_batches": per_update, "shapes": len({tuple(b[0].shape) + tuple(b[1].shape)
+                                                           for b in batches})}
+        for name in args.models:
+            if time.perf_counter() - start > args.budget_s:
+                record["left_out"].append(f"{preset} {'compiled' if compiled else 'eager'} {name}")
+                continue
+            try:
+                timed = time_updates(name, cfg, updates, device, compiled, args.warmup)
+            except Exception as exc:                     # noqa: BLE001 - keep the others
+                row[name] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+                continue
+            row[name] = {**timed, "tokens_per_s": n_tokens / timed["seconds"],
+                         "mfu": flops / timed["seconds"] / 1e9 / peak}
+        for name in args.models[1:]:
+            if "seconds" in row.get(name, {}) and "seconds" in row.get("ours", {}):
                 row[f"ours/{name}"] = row[name]["seconds"] / row["ours"]["seconds"]
-            results.append(row)
-            print(json.dumps(row))
+        record["results"].append(row)
+        print(json.dumps(row), flush=True)
+        if args.json:
+            write_record(args.json, record)
+    record["wall_s"] = time.perf_counter() - start
     if args.json:
-        Path(args.json).write_text(json.dumps({"device": where, "peak_gflops": peak,
-                                               "torch": torch.__version__,
-                                               "results": results}, indent=1))
+        write_record(args.json, record)
     return 0
 
 

@@ -58,6 +58,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from transformer import FastTransformer, ModelConfig, sinusoidal_encoding
 from transformer.batching import collate, token_batches
+from transformer.provenance import cpu_name
 from transformer.config import PAD_ID
 from transformer.fast import FastLabelSmoothingLoss, SequenceLoss
 
@@ -373,18 +374,6 @@ def report(result: dict, peaks: MatmulPeak) -> None:
         bound = f"at most {f['bound']:.2f}x" if f["bound"] else "n/a (no fp32 run)"
         print(f"     ours {dtype}: {f['share']:.0%} of the step; ours {dtype} vs torch fp32 "
               f"{bound}")
-
-
-def cpu_name() -> str:
-    """'AMD EPYC, family 26 model 2' from /proc/cpuinfo (the family tells CPU generations
-    apart where the model name does not); the platform's processor string elsewhere."""
-    try:
-        info = dict(line.split(":", 1) for line in open("/proc/cpuinfo").read().split("\n\n")[0]
-                    .splitlines() if ":" in line)
-        info = {k.strip(): v.strip() for k, v in info.items()}
-        return f"{info['model name']}, family {info['cpu family']} model {info['model']}"
-    except (OSError, KeyError):
-        return platform.processor() or "unknown CPU"
 
 
 def main(argv=None):

@@ -32,7 +32,8 @@ from transformer.trainer import Trainer
 
 
 def recipe_trainer(vocab_size: int, scratch: Path, threads: int,
-                   data_root: str | None, max_tokens: int = 4096) -> Trainer:
+                   data_root: str | None, max_tokens: int = 4096,
+                   optimizer: str = "adam") -> Trainer:
     """The trainer of the 4,096-token recipe (``make train-tiny`` of 2026-12-01) at
     ``vocab_size`` pieces, set up as ``python -m transformer train`` does
     (:meth:`Trainer.from_config`: the BPE vocabulary trained on Multi30k's train split, the
@@ -42,7 +43,7 @@ def recipe_trainer(vocab_size: int, scratch: Path, threads: int,
                       vocab_size=vocab_size, precision="auto", warmup=1000, lr_factor=1.789,
                       max_tokens=max_tokens, update_tokens=max_tokens, threads=threads,
                       data_root=data_root,
-                      model_overrides={"dropout": 0.2}, progress=False)
+                      model_overrides={"dropout": 0.2}, progress=False, optimizer=optimizer)
     return Trainer.from_config(cfg)
 
 

@@ -17,14 +17,13 @@ import datetime
 import json
 import math
 import os
-import platform
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import ModelConfig
+from .provenance import cpu_name, git_commit
 from .train_config import LossDiverged, TrainConfig, TrainingError
 
 PAPER_SOURCE = ("Vaswani et al. 2017, Table 3: newstest2013 (dev), per-wordpiece perplexity, "
@@ -140,36 +139,6 @@ def row_config(row: Row, out_dir: Path, *, seed: int, updates: int, **settings) 
 
 
 # ------------------------------------------------------------------ results
-def cpu_name() -> str:
-    """The CPU model with its family/model numbers, as ``lscpu`` gives them."""
-    try:
-        text = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
-        info = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-        info = {k.strip(): v.strip() for k, v in info.items()}
-        flags = info.get("Flags", "").split()
-        extras = [f for f in ("avx512_bf16", "amx_bf16") if f in flags]
-        return (f"{info.get('Model name', platform.processor())}, family "
-                f"{info.get('CPU family', '?')} model {info.get('Model', '?')}, "
-                f"{os.cpu_count()} CPUs" + (f", {' '.join(extras)}" if extras else ""))
-    except (OSError, subprocess.SubprocessError, ValueError):
-        return platform.processor() or platform.machine()
-
-
-def git_commit() -> str:
-    """The package checkout's commit, with ``+changes`` when its tree is not clean."""
-    here = Path(__file__).resolve().parent
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here,
-                              capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "."], cwd=here,
-                               capture_output=True, text=True, timeout=10)
-        if head.returncode:
-            return "unknown (not a git checkout)"
-        return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown (no git)"
-
-
 class ResultsFile:
     """``results.json``: the provenance and one entry per (row, seed), written atomically."""
 

@@ -29,7 +29,7 @@ import torch
 from .batching import BatchIterator
 from .data import ParallelCorpus, corpus_folder, load_corpus
 from .distributed import Distributed
-from .fast import FastLabelSmoothingLoss, FastTransformer, SequenceLoss
+from .fast import FastLabelSmoothingLoss, FastTransformer, SequenceLoss, compile_layers
 from .run_folder import RunFolder, run_identity
 from .schedule import SCHEDULES, with_cooldown
 from .tokenizer import Tokenizer
@@ -203,7 +203,7 @@ class Trainer:
                 self.loss_module,
                 device_ids=[self.device.index] if self.device.type == "cuda" else None)
         if cfg.compile:
-            self.train_model = torch.compile(self.train_model)
+            compile_layers(self.model)       # dynamic shapes: one compilation, any batch
 
     # -------------------------------------------------------------- set-up
     @classmethod

@@ -10,6 +10,8 @@ proven equal to the plain form by tests/test_fast.py (outputs and gradients).
   dropout's time.
 * :mod:`.kv_cache`: keys and values kept across decoding steps; saves recomputing the
   prefix.
+* :func:`compile_layers`: ``torch.compile`` per layer, with dynamic shapes (one compilation
+  for every batch shape); ``--compile``.
 * :mod:`.recording`: attention weights recorded for figures (a study tool, not a speed-up).
 
 :class:`FastTransformer` plugs them into the plain model; chapter 6 of the book measures
@@ -19,11 +21,11 @@ from .attention import FastMultiHeadAttention, FusedAttention, Layout
 from .dropout import CheapDropout, use_cheap_dropout
 from .kv_cache import KVCache
 from .loss import FastLabelSmoothingLoss, SequenceLoss, projected_smoothed_loss
-from .model import FastTransformer, fast_form, plain_form
+from .model import FastTransformer, compile_layers, fast_form, plain_form
 from .packing import Packing
 from .recording import AttentionRecorder, record_attention
 
-__all__ = ["FastTransformer", "fast_form", "plain_form", "FastMultiHeadAttention",
+__all__ = ["FastTransformer", "compile_layers", "fast_form", "plain_form", "FastMultiHeadAttention",
            "FusedAttention", "Layout", "CheapDropout", "use_cheap_dropout", "KVCache",
            "FastLabelSmoothingLoss", "SequenceLoss", "projected_smoothed_loss", "Packing",
            "AttentionRecorder", "record_attention"]

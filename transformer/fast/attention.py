@@ -74,7 +74,9 @@ class FastMultiHeadAttention(MultiHeadAttention):
                     self.split_heads(unpack(self.v_proj(value), layout.key_rows), self.d_v))
 
         k, v = layout.cache.keys_values(keys_values) if layout.cache else keys_values()
-        mask, causal = layout.mask, layout.causal and q.size(2) > 1   # one query sees all
+        mask, causal = layout.mask, layout.causal
+        if causal and q.size(2) == 1:                                # one query sees all
+            causal = False
         if causal and (mask is not None or q.size(2) != k.size(2)):
             # cached keys: the queries are the last q_len positions
             no_peeking = causal_mask(q.size(2), k.size(2), q.device)

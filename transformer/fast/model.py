@@ -111,6 +111,20 @@ class FastTransformer(Transformer):
         return unpack(states, rows)[is_target]
 
 
+def compile_layers(model: Transformer) -> Transformer:
+    """``torch.compile`` each encoder and decoder layer in place, with dynamic shapes.
+
+    A whole-model compile recompiles for every new batch shape, and the packing's
+    data-dependent sizes (``nonzero``) break its graph; a layer sees (n_real, d_model) rows
+    whatever the batch, so with the token count symbolic one compilation serves every
+    batch. Packing, the loss and the optimizer stay eager. Parameters and checkpoints are
+    unchanged (``nn.Module.compile`` keeps the module). Returns ``model``.
+    """
+    for layer in (*model.encoder_layers, *model.decoder_layers):
+        layer.compile(dynamic=True)
+    return model
+
+
 def fast_form(model: Transformer) -> FastTransformer:
     """A :class:`FastTransformer` with ``model``'s configuration, weights, device and mode."""
     return _convert(model, FastTransformer)

@@ -28,7 +28,7 @@ class Packing:
         if is_real.dim() != 2 or is_real.dtype != torch.bool:
             raise ValueError(f"is_real must be a (batch, length) bool tensor, got "
                              f"{tuple(is_real.shape)} {is_real.dtype}")
-        self.is_real, (self.batch, self.length) = is_real, is_real.shape
+        self.is_real = is_real
         self.index = is_real.flatten().nonzero().squeeze(1)               # (n_real,)
 
     @classmethod
@@ -47,6 +47,14 @@ class Packing:
         if not bool((is_real[:, 1:] <= is_real[:, :-1]).all()):
             return None
         return cls(is_real).or_none()
+
+    @property
+    def batch(self) -> int:          # read from the tensor, so that torch.compile keeps
+        return self.is_real.size(0)  # the sizes symbolic instead of recompiling for each
+
+    @property
+    def length(self) -> int:
+        return self.is_real.size(1)
 
     def or_none(self) -> Packing | None:
         """``self``, or None when every position is real (packing would only copy)."""

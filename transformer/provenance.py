@@ -1,0 +1,81 @@
+"""Where a measured figure comes from: the provenance every result record carries.
+
+A record written by a command that measured something (a benchmark, the GPU check, a
+table) holds :func:`provenance`: the commit (``+changes`` when the tree was not clean),
+the exact command, the CPU (model, family and model numbers, bf16 instructions), the GPU
+if one was used, torch and CUDA versions, and the date. :func:`write_record` writes a
+record atomically as JSON.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+__all__ = ["cpu_name", "git_commit", "provenance", "write_record"]
+
+
+def cpu_name() -> str:
+    """The CPU model with its family/model numbers, as ``lscpu`` gives them."""
+    try:
+        text = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
+        info = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+        info = {k.strip(): v.strip() for k, v in info.items()}
+        flags = info.get("Flags", "").split()
+        extras = [f for f in ("avx512_bf16", "amx_bf16") if f in flags]
+        return (f"{info.get('Model name', platform.processor())}, family "
+                f"{info.get('CPU family', '?')} model {info.get('Model', '?')}, "
+                f"{os.cpu_count()} CPUs" + (f", {' '.join(extras)}" if extras else ""))
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return platform.processor() or platform.machine()
+
+
+def git_commit() -> str:
+    """The package checkout's commit, with ``+changes`` when its tree is not clean.
+
+    ``$TRANSFORMER_COMMIT`` stands in where there is no repository (a copy of the working
+    tree sent to another machine)."""
+    if os.environ.get("TRANSFORMER_COMMIT"):
+        return os.environ["TRANSFORMER_COMMIT"]
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here,
+                              capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "."], cwd=here,
+                               capture_output=True, text=True, timeout=10)
+        if head.returncode:
+            return "unknown (not a git checkout)"
+        return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (no git)"
+
+
+def provenance(command: str | None = None, device=None) -> dict:
+    """Commit, command (default: this process's), CPU, GPU, torch, CUDA and UTC date."""
+    import torch
+    record = {
+        "commit": git_commit(),
+        "command": command or " ".join(shlex.quote(a) for a in [Path(sys.executable).name,
+                                                                 *sys.argv]),
+        "cpu": cpu_name(),
+        "torch": torch.__version__,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+    if device is not None and torch.device(device).type == "cuda":
+        record["gpu"] = torch.cuda.get_device_name(torch.device(device))
+        record["cuda"] = torch.version.cuda
+    return record
+
+
+def write_record(path, record: dict) -> Path:
+    """Write ``record`` as indented JSON at ``path``, atomically; returns the path."""
+    from .checkpoint import write_atomic
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, (json.dumps(record, indent=1) + "\n").encode())
+    return path
