@@ -87,3 +87,15 @@ def test_the_bitwise_layer_applies_exactly_drop_mask(dtype):
     upstream = torch.randn_like(y)
     y.backward(upstream)
     assert torch.equal(x.grad, upstream.masked_fill(dropped, 0) * scale)
+
+
+def test_compiled_cheap_dropout_draws_the_same_cheap_mask_as_eager():
+    # under torch.compile on a CPU the layer keeps its 16-bit mask (one opaque operator),
+    # so the same random state drops the same elements
+    layer = Dropout(0.2)
+    x = torch.randn(64, 48)
+    torch.manual_seed(3)
+    eager = layer(x)
+    compiled = torch.compile(layer, dynamic=True)
+    torch.manual_seed(3)
+    assert torch.equal(compiled(x), eager)

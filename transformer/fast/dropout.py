@@ -8,7 +8,9 @@ one 64-bit random word serves four elements: each 16-bit slice of it, uniform on
 a multiple of 2^-16 (0.1 becomes 0.100006) and the kept values are scaled by
 1 / (1 - p_rounded), so the expected output still equals the input. Dropped values are
 set to exactly 0 (``nn.Dropout`` multiplies, so a dropped NaN stays NaN there). On a GPU
-(where ``F.dropout`` is one fused kernel) and under ``torch.compile`` it is ``F.dropout``.
+(where ``F.dropout`` is one fused kernel) it is ``F.dropout``. Under ``torch.compile`` on a
+CPU the mask's draw is one opaque operator: the compiler's own per-element random draw
+is slow there, and made the compiled step slower than eager (benchmarks/compile_speed.py).
 
 :func:`drop_mask` is that mask in its readable, boolean form. The layer itself applies the
 same mask through :func:`keep_bits`, integers of the input's width that are all ones where
@@ -60,13 +62,25 @@ def _bits(x: torch.Tensor) -> torch.Tensor:
     return x.contiguous().view(_SAME_WIDTH_INT[x.element_size()])
 
 
+@torch.library.custom_op("transformer::keep_bits", mutates_args=())
+def _keep_bits_like(x: torch.Tensor, p: float) -> torch.Tensor:
+    """:func:`keep_bits` for ``x``'s shape, widened to ``x``'s width; one opaque operator,
+    so that ``torch.compile`` calls it instead of tracing its random draw."""
+    return keep_bits(x.shape, p, x.device).to(_SAME_WIDTH_INT[x.element_size()])
+
+
+@_keep_bits_like.register_fake
+def _(x, p):
+    return x.new_empty(x.shape, dtype=_SAME_WIDTH_INT[x.element_size()])
+
+
 class _MaskedScale(torch.autograd.Function):
     """x * keep / (1 - p): x's bits AND :func:`keep_bits` (widened to x's width by sign
     extension, -1 staying all ones), saving only that mask for the backward."""
 
     @staticmethod
     def forward(ctx, x, p: float):
-        keep = keep_bits(x.shape, p, x.device).to(_SAME_WIDTH_INT[x.element_size()])
+        keep = _keep_bits_like(x, p)
         ctx.scale = LEVELS / (LEVELS - round(p * LEVELS))
         ctx.save_for_backward(keep)
         return (_bits(x) & keep).view(x.dtype).mul_(ctx.scale)
@@ -79,12 +93,12 @@ class _MaskedScale(torch.autograd.Function):
 
 class CheapDropout(nn.Dropout):
     """``nn.Dropout(p)`` with the 16-bit mask of :func:`drop_mask` on CPU (1.6-4x faster
-    there, benchmarks/README.md); ``F.dropout`` on other devices and under ``torch.compile``."""
+    there, benchmarks/README.md), compiled or not; ``F.dropout`` on other devices."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or self.p == 0.0:
             return x
-        if (x.device.type != "cpu" or torch.compiler.is_compiling()
+        if (x.device.type != "cpu"
                 or not x.is_floating_point() or x.element_size() not in _SAME_WIDTH_INT
                 or not 0 < round(self.p * LEVELS) < LEVELS):
             return F.dropout(x, self.p, True, self.inplace)
