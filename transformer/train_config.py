@@ -121,7 +121,11 @@ class TrainConfig:
         help="fp32; bf16 autocast; fp16 autocast with loss scaling (CUDA only); auto: on a "
              "GPU bf16, or fp16 where it has no bf16; on a CPU bf16 where it has AVX512-BF16 "
              "or AMX, else fp32")
-    compile: bool = setting(False, run=False, result=True, help="torch.compile the model")
+    compile: bool = setting(
+        False, run=False, result=True,
+        help="torch.compile each encoder and decoder layer, sizes dynamic: one compilation "
+             "(a minute or so at the start) serves every batch shape "
+             "(benchmarks/compile_speed.py)")
     threads: int = setting(0, run=False, result=True, min=0,
                            help="torch CPU threads (0: torch's default)")
     log_every: int = setting(10, run=False, result=True, min=1,
