@@ -388,3 +388,38 @@ def test_a_warning_on_the_command_line_is_one_line(tmp_path):
         "warning: --precision bf16 on a CPU without AVX512-BF16 or AMX: bf16 matrix products "
         "run on a slow generic path here (an update can take 18x as long as in fp32); "
         "--precision auto picks fp32 on this CPU"]
+
+
+# ------------------------------------------------------------ one run, one writer
+def test_a_second_train_on_a_run_in_use_is_refused_until_its_writer_ends(
+        capsys, toy_corpus, toy_runs, tmp_path):
+    out = tmp_path / "a"
+    shutil.copytree(toy_runs["a"], out)
+    holder = subprocess.Popen(                  # another process holding the run, as a train
+        [sys.executable, "-c", "import sys, time; from transformer.run_folder import RunFolder; "
+         f"lock = RunFolder({str(out)!r}).lock(); print('locked', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        before = (out / "metrics.jsonl").read_text()
+        code, _, err = run_cli(capsys, train_args(toy_corpus, out, updates=5))
+        line = one_line_error(err)
+        assert code == 2 and f"{out} is in use" in line and f"pid {holder.pid}" in line
+        assert (out / "metrics.jsonl").read_text() == before           # nothing touched
+        code, _, err = run_cli(capsys, ["average", out / "checkpoints",
+                                        "--out", out / "avg.pt"])      # readers still work
+        assert code == 0 and (out / "avg.pt").exists(), err
+    finally:
+        holder.kill()                           # a crash: the system drops its lock
+        holder.wait()
+    code, out_text, err = run_cli(capsys, train_args(toy_corpus, out, updates=5))
+    assert code == 0 and "resumed from" in out_text, err
+    code, _, err = run_cli(capsys, train_args(toy_corpus, out, updates=6))   # released on exit
+    assert code == 0, err
+
+
+def test_an_existing_file_as_out_is_refused_in_one_line(capsys, toy_corpus, tmp_path):
+    (tmp_path / "notes.txt").write_text("mine\n")
+    code, _, err = run_cli(capsys, train_args(toy_corpus, tmp_path / "notes.txt"))
+    assert code == 2 and "is a file, not a run folder" in one_line_error(err)
+    assert (tmp_path / "notes.txt").read_text() == "mine\n"

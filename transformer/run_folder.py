@@ -7,6 +7,7 @@
     run/checkpoints/       step_<update>.pt, the last ``keep_last`` kept
     run/metrics.jsonl      one JSON object per logged update / evaluation
     run/average.pt         mean of the last checkpoints (section 6.1, written at the end)
+    run/train.lock         held by the ``train`` that writes the run (:meth:`RunFolder.lock`)
 
 ``run.json`` is written last, once every check has passed: a folder without it holds no
 run yet, so a failed first start does not block the corrected command. The settings are
@@ -16,6 +17,7 @@ the folder is moved.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import warnings
@@ -55,9 +57,37 @@ class RunFolder:
         self.checkpoint_dir = self.path / "checkpoints"
         self.metrics_file = self.path / "metrics.jsonl"
         self.average_file = self.path / "average.pt"
+        self.lock_file = self.path / "train.lock"
 
     def __repr__(self) -> str:
         return f"RunFolder({str(self.path)!r})"
+
+    # ------------------------------------------------------------------ writer
+    def lock(self):
+        """Make this process the run's one writer: an advisory lock (``flock``) on
+        ``train.lock``, held until the returned file is closed, and dropped by the system
+        when the process ends, a crash included. Two ``train`` commands on one folder would
+        delete each other's half-written checkpoints and interleave ``metrics.jsonl``; the
+        second is refused with :class:`TrainingError` naming the first's pid. ``average``
+        and ``export`` take no lock: they write files of their own."""
+        if self.path.exists() and not self.path.is_dir():
+            raise TrainingError(f"--out {self.path} is a file, not a run folder")
+        self.path.mkdir(parents=True, exist_ok=True)
+        f = open(self.lock_file, "a+", encoding="utf-8")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "unknown"
+            f.close()
+            raise TrainingError(f"{self.path} is in use: another train (pid {holder}) is "
+                                f"writing this run; wait for it to end or use another "
+                                f"--out folder") from None
+        f.seek(0)
+        f.truncate()
+        f.write(f"{os.getpid()}\n")
+        f.flush()
+        return f
 
     # ------------------------------------------------------------ definition
     def exists(self) -> bool:

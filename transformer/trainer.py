@@ -196,6 +196,7 @@ class Trainer:
         self.train_seconds = 0.0     # wall-clock time spent training, across resumes
         self.records: list[dict] = []    # what log() wrote, this process
         self.resumed_from: Path | None = None
+        self.lock = None             # the run folder's lock (from_config), released by fit
         self.loss_module = SequenceLoss(self.model, self.criterion)
         self.train_model = self.loss_module
         if self.dist.world > 1:
@@ -217,11 +218,23 @@ class Trainer:
         resumes from its newest complete checkpoint.
         """
         dist = Distributed(cfg.device)
-        device = dist.device
-        resolve_precision(cfg.precision, device)
+        resolve_precision(cfg.precision, dist.device)
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
         run, identity = RunFolder(cfg.out_dir), run_identity(cfg)
+        lock = run.lock() if dist.main else None      # one writer; fit() releases it
+        try:
+            trainer = cls._from_config(cfg, tokenizer, dist, run, identity)
+        except BaseException:
+            if lock is not None:
+                lock.close()
+            raise
+        trainer.lock = lock
+        return trainer
+
+    @classmethod
+    def _from_config(cls, cfg, tokenizer, dist, run, identity) -> "Trainer":
+        device = dist.device
         resuming = run.exists()
         if resuming:
             run.check(identity)
@@ -428,7 +441,16 @@ class Trainer:
 
     def fit(self) -> dict:
         """Train until ``max_updates``, ``cooldown_end``, ``max_epochs`` or ``time_limit_min``;
-        then checkpoint, validate, average the last checkpoints and return the final figures."""
+        then checkpoint, validate, average the last checkpoints and return the final figures.
+        The run folder's lock (:meth:`from_config`) is released on the way out."""
+        try:
+            return self._fit()
+        finally:
+            if self.lock is not None:
+                self.lock.close()
+                self.lock = None
+
+    def _fit(self) -> dict:
         cfg = self.cfg
         last_update = min(filter(None, (cfg.max_updates, cfg.cooldown_end)), default=0)
         bar = None
