@@ -447,3 +447,40 @@ def test_cpu_autocast_picks_the_math_attention_kernel(precision):
         assert not torch.backends.cuda.flash_sdp_enabled()
         assert torch.is_autocast_enabled("cpu") == (precision == "bf16")
     assert torch.backends.cuda.flash_sdp_enabled()       # and it puts the choice back
+
+
+# ------------------------------------------------------------ a loss that runs away
+def test_a_diverging_run_stops_in_one_line_and_keeps_its_last_good_checkpoint(tmp_path):
+    # A peak rate 50x eq. (3)'s on a tiny model: the loss falls for two updates, then climbs
+    # to hundreds with every number finite (the issue's --lr-factor 1000 run went 5.9 ->
+    # 26,183; at 1000 this model diverges from update 1, before any checkpoint).
+    from test_cli import train_args, write_corpus
+    out = tmp_path / "run"
+    args = train_args(write_corpus(tmp_path / "corpus"), out, updates=60)
+    result = run([sys.executable, "-m", "transformer", *args, "--lr-factor", "50",
+                  "--threads", "1"], env={"PYTHONPATH": str(REPO)})
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert len(errors) == 1 and "loss diverged at update" in errors[0], result.stderr
+    kept = step_checkpoints(out / "checkpoints")
+    assert kept and f"the last good checkpoint is {kept[-1]}" in errors[0]
+    stopped = int(errors[0].split("at update ")[1].split(":")[0])
+    assert int(kept[-1].stem.split("_")[1]) < stopped - 10       # none written while it ran away
+    assert not (out / "average.pt").exists()                     # no average of diverged weights
+    assert all(r["step"] < stopped for r in records(out))
+    assert "fp32/bf16" not in errors[0]                          # advice for fp16 runs only
+
+
+def test_the_divergence_rule_leaves_a_sound_loss_curve_alone():
+    # The shape of the recipes' curves: from above ln V down to about 2, with noise, a
+    # bump at the end of warm-up, and a plateau; then the same curve running away.
+    from transformer.trainer import DivergenceWatch
+    gen = torch.Generator().manual_seed(0)
+    steps = torch.arange(1, 3001, dtype=torch.float64)
+    sound = (2 + 8 * torch.exp(-steps / 400) + 0.3 * torch.randn(3000, generator=gen,
+                                                                  dtype=torch.float64))
+    sound[390:420] += 1.0                                        # a warm-up bump
+    watch = DivergenceWatch(8000)
+    assert not any(watch.update(float(x)) for x in sound) and watch.healthy
+    fired = [k for k, x in enumerate([2.5] * 50 + [40.0] * 50) if watch.update(x)]
+    assert fired and 50 + DivergenceWatch.PATIENCE <= fired[0] <= 50 + DivergenceWatch.PATIENCE + 3
