@@ -8,8 +8,10 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -154,7 +156,8 @@ def test_which_fields_define_a_run_is_declared_on_the_fields():
 
 @pytest.mark.parametrize("option, value, message", [
     ("--threads", "-1", "argument --threads: must be >= 0, got -1"),
-    ("--max-updates", "-5", "argument --max-updates: must be >= 0, got -5"),
+    ("--max-updates", "-5", "argument --max-updates: must be >= 1, got -5"),
+    ("--max-updates", "0", "argument --max-updates: must be >= 1, got 0"),   # not "no limit"
     ("--vocab-size", "0", "argument --vocab-size: must be >= 5, got 0"),
     ("--label-smoothing", "1.5", "argument --label-smoothing: must be <= 1, got 1.5"),
     ("--warmup", "ten", "argument --warmup: expected int, got 'ten'"),
@@ -423,3 +426,169 @@ def test_an_existing_file_as_out_is_refused_in_one_line(capsys, toy_corpus, tmp_
     code, _, err = run_cli(capsys, train_args(toy_corpus, tmp_path / "notes.txt"))
     assert code == 2 and "is a file, not a run folder" in one_line_error(err)
     assert (tmp_path / "notes.txt").read_text() == "mine\n"
+
+
+# ------------------------------------------- output streams, errors before work
+def test_a_blank_input_line_gives_a_blank_output_line(capsys, toy_runs, tmp_path):
+    source, target = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("the dog runs.\n\n   \nthe green house.\n", encoding="utf-8")
+    code, _, err = run_cli(capsys, ["translate", toy_runs["a"] / "average.pt", "--beam", 1,
+                                    "--max-extra", 5, "--input", source, "--output", target])
+    assert code == 0, err
+    lines = target.read_text(encoding="utf-8").split("\n")
+    assert len(lines) == 5 and lines[4] == ""                   # four lines, aligned
+    assert lines[1] == lines[2] == "" and lines[0] and lines[3]
+
+
+@pytest.mark.parametrize("command", ["translate", "evaluate"])
+def test_an_unwritable_output_fails_before_any_decoding(capsys, toy_corpus, toy_runs, tmp_path,
+                                                        monkeypatch, command):
+    import transformer.decoding as decoding
+
+    def no_decoding(*args, **kwargs):
+        raise AssertionError("decoded before opening the output")
+
+    monkeypatch.setattr(decoding, "_translate", no_decoding)
+    (tmp_path / "file").write_text("")
+    where = tmp_path / "file" / "out.txt"                       # under a file: never writable
+    (tmp_path / "in.txt").write_text("the dog runs.\n")
+    argv = (["translate", toy_runs["a"] / "average.pt", "--input", tmp_path / "in.txt",
+             "--output", where] if command == "translate" else
+            ["evaluate", toy_runs["a"] / "average.pt", "--corpus", toy_corpus,
+             "--hypotheses", where])
+    code, _, err = run_cli(capsys, argv)
+    assert code == 2 and f"{where}: Not a directory" in one_line_error(err)
+
+
+# ------------------------------------------- one line for every ordinary failure
+@pytest.mark.parametrize("case", ["train", "average", "translate", "export"])
+def test_a_folder_that_cannot_be_written_is_one_line(capsys, toy_corpus, toy_runs, tmp_path,
+                                                     case):
+    # A path under a regular file fails as a read-only folder does, for root too.
+    (tmp_path / "file").write_text("")
+    where = tmp_path / "file" / "x"
+    model = toy_runs["a"] / "average.pt"
+    argv = {"train": train_args(toy_corpus, where),
+            "average": ["average", toy_runs["a"] / "checkpoints", "--out", where],
+            "translate": ["translate", model, "--output", where],
+            "export": ["export", model, "--out", where]}[case]
+    if case == "export":
+        pytest.importorskip("onnx")
+        pytest.importorskip("onnxruntime")
+    code, _, err = run_cli(capsys, argv)
+    line = one_line_error(err)                  # "Not a directory", or "File exists" when
+    assert code == 2 and str(tmp_path / "file") in line    # a folder is made on the way
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_folder_is_one_line(capsys, toy_corpus, tmp_path):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o500)
+    try:
+        code, _, err = run_cli(capsys, train_args(toy_corpus, folder / "run"))
+    finally:
+        folder.chmod(0o700)
+    assert code == 2 and "Permission denied" in one_line_error(err)
+
+
+def test_a_full_disk_during_a_checkpoint_is_one_line_and_loses_nothing(
+        capsys, toy_corpus, tmp_path, monkeypatch):
+    # torch.save on a full disk says "unexpected pos 64 vs 0"; the free space says why.
+    import shutil as shutil_module
+    import transformer.checkpoint as checkpoint
+    out, save, saves = tmp_path / "run", torch.save, []
+
+    def save_until_full(state, f):
+        saves.append(state.get("step"))
+        if len(saves) == 2:
+            monkeypatch.setattr(shutil_module, "disk_usage", lambda p: shutil_module._ntuple_diskusage(10**9, 10**9, 0))
+            raise RuntimeError("[enforce fail at inline_container.cc:603] . unexpected pos "
+                               "64 vs 0")
+        return save(state, f)
+
+    monkeypatch.setattr(checkpoint.torch, "save", save_until_full)
+    code, _, err = run_cli(capsys, train_args(toy_corpus, out, updates=5))
+    line = one_line_error(err)
+    assert code == 2 and "no space left on device writing" in line
+    assert f"nothing lost, the last checkpoint is {out / 'checkpoints' / 'step_0000002.pt'}" in line
+    assert [p.name for p in (out / "checkpoints").iterdir()] == ["step_0000002.pt"]  # no .tmp
+
+
+def test_a_missing_optional_package_is_one_line(capsys, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "datasets", None)          # `import datasets` fails
+    argv = train_args("wmt14", tmp_path / "run")
+    code, _, err = run_cli(capsys, argv)
+    assert code == 2 and "--corpus wmt14 needs" in one_line_error(err)
+    assert "`pip install datasets`" in err
+
+
+def test_ctrl_c_during_train_says_where_to_resume(capsys, toy_corpus, tmp_path, monkeypatch):
+    from transformer.trainer import Trainer
+    out, update = tmp_path / "run", Trainer.train_update
+
+    def interrupted_at_3(self, *args):
+        if self.step == 3:
+            raise KeyboardInterrupt
+        return update(self, *args)
+
+    monkeypatch.setattr(Trainer, "train_update", interrupted_at_3)
+    code, _, err = run_cli(capsys, train_args(toy_corpus, out, updates=5))
+    assert code == 130 and "Traceback" not in err
+    assert err.strip() == (f"interrupted at update 3; the last checkpoint is "
+                           f"{out / 'checkpoints' / 'step_0000002.pt'}; run the same command "
+                           f"to resume")
+    monkeypatch.setattr(Trainer, "train_update", update)
+    code, stdout, err = run_cli(capsys, train_args(toy_corpus, out, updates=5))
+    assert code == 0 and "resumed from" in stdout, err
+
+
+def test_ctrl_c_during_translate_keeps_the_finished_lines(toy_runs, tmp_path):
+    source, target = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("the big dog runs on the green house under the tree.\n" * 20000)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TRANSFORMER_MALLOC": "system"}
+    proc = subprocess.Popen([sys.executable, "-m", "transformer", "translate",
+                             toy_runs["a"] / "average.pt", "--input", source, "--output",
+                             target, "--threads", "1"],
+                            env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (target.exists() and target.stat().st_size) and proc.poll() is None:
+            assert time.monotonic() < deadline, "no line was written within 60 s"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+        proc.wait()
+    lines = target.read_text().splitlines()
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert 0 < len(lines) < 20000 and len(set(lines)) == 1 and lines[0]
+    assert f"interrupted: the first {len(lines)} of 20000 translations are in {target}" in err
+
+
+def test_a_damaged_spm_model_is_rebuilt_from_the_newest_checkpoint(capsys, toy_corpus,
+                                                                   toy_runs, tmp_path):
+    out = tmp_path / "a"
+    shutil.copytree(toy_runs["a"], out)
+    good = (out / "spm.model").read_bytes()
+    (out / "spm.model").write_bytes(good[:100])
+    with pytest.warns(UserWarning, match="spm.model was damaged; rebuilt it from the "
+                                         "tokenizer inside .*step_0000003.pt"):
+        code, stdout, err = run_cli(capsys, train_args(toy_corpus, out, updates=4))
+    assert code == 0 and "resumed from" in stdout, err
+    assert (out / "spm.model").read_bytes() == good
+
+
+def test_both_console_entry_points_are_one(tmp_path):
+    # pyproject's `transformer` script and `python -m transformer` run transformer.cli.run
+    assert 'transformer = "transformer.cli:run"' in (REPO / "pyproject.toml").read_text()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TRANSFORMER_MALLOC": "system"}
+    (tmp_path / "file").write_text("")
+    args = ["average", tmp_path / "missing.pt", "--out", tmp_path / "file" / "avg.pt"]
+    for program in (["-m", "transformer"],
+                    ["-c", "import sys; from transformer.cli import run; sys.exit(run())"]):
+        result = subprocess.run([sys.executable, *program, *map(str, args)], env=env,
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        assert result.stderr.splitlines() == [f"error: checkpoint not found: {args[1]}"]

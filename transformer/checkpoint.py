@@ -11,8 +11,10 @@
 """
 from __future__ import annotations
 
+import errno
 import os
 import re
+import shutil
 from pathlib import Path
 
 import torch
@@ -36,10 +38,19 @@ def write_atomic(path: str | os.PathLike, data) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "wb") as f:
-            data(f) if callable(data) else f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with open(tmp, "wb") as f:
+                data(f) if callable(data) else f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        except RuntimeError as exc:         # torch.save's writer: "unexpected pos 64 vs 0"
+            if not re.search(r"unexpected pos|writ", str(exc), re.IGNORECASE):
+                raise
+            raise _write_failure(exc, path) from exc
+        except OSError as exc:              # a write's own error names no file: name it
+            if exc.filename is not None or exc.errno is None:
+                raise
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         os.replace(tmp, path)
     finally:
         if tmp.exists():                    # an exception, not a crash: clean up now
@@ -51,6 +62,20 @@ def write_atomic(path: str | os.PathLike, data) -> Path:
     except OSError:
         pass
     return path
+
+
+def _write_failure(exc: RuntimeError, path: Path) -> OSError:
+    """The OSError behind a failed ``torch.save``, whose own message ("unexpected pos 64 vs
+    0", "file write failed") does not say why: a full disk when the folder has (next to)
+    no space left, else an input/output error."""
+    try:
+        full = shutil.disk_usage(path.parent).free < 1 << 20
+    except OSError:
+        full = False
+    if full:
+        return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+    reason = (str(exc).strip().splitlines() or ["?"])[0][:200]
+    return OSError(errno.EIO, f"writing failed ({reason})", str(path))
 
 
 def save_checkpoint(state: dict, path: str | os.PathLike) -> Path:

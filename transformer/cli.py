@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import errno
 import json
 import sys
 import time
@@ -137,7 +138,7 @@ def train_command(cfg, out: str | None = None) -> list[str]:
 
 def cmd_train(args):
     """``train``: build the TrainConfig from the options, train (or resume), print the result."""
-    from .trainer import Trainer
+    from .trainer import Trainer, TrainingError
     TrainConfig, fields = _train_fields()
     values = {f.name: getattr(args, f.name) for f, _ in fields}
     values["model_overrides"] = values["model_overrides"] or {}
@@ -150,7 +151,17 @@ def cmd_train(args):
               f"padding {trainer.train_iter.padding_fraction():.1%}"
               + (f"; resumed from {trainer.resumed_from}" if trainer.resumed_from else ""),
               flush=True)
-    result = trainer.fit()
+    try:
+        result = trainer.fit()
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted at update {trainer.step}; "
+                          f"{trainer.last_checkpoint_text()}; run the same command to "
+                          f"resume") from None
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise TrainingError(f"{_describe(exc)}; nothing lost, "
+                                f"{trainer.last_checkpoint_text()}") from None
+        raise
     if trainer.dist.main:
         print(json.dumps(result))
 
@@ -198,18 +209,25 @@ def read_sentences(path: str | None) -> list[str]:
 
 
 def cmd_translate(args):
-    """``translate``: decode each input line with beam search (section 6.1)."""
-    from .decoding import translate
+    """``translate``: decode each input line with beam search (section 6.1), writing each
+    translation as soon as it and the ones before it are done (a blank line stays blank)."""
+    from .decoding import translations
     model, tokenizer = _load(args)
-    lines = read_sentences(args.input)
-    outputs = translate(model, tokenizer, lines, beam_size=args.beam, alpha=args.alpha,
-                        max_extra=args.max_extra, device=next(model.parameters()).device)
-    sink = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
-    for line in outputs:
-        sink.write(line + "\n")
-    sink.flush()
-    if args.output:
-        sink.close()
+    written = 0
+    # opened before reading and decoding: a path that cannot be written fails at once
+    with open(args.output, "w", encoding="utf-8") if args.output else \
+            contextlib.nullcontext(sys.stdout) as sink:
+        lines = read_sentences(args.input)
+        try:
+            for line in translations(model, tokenizer, lines, beam_size=args.beam,
+                                     alpha=args.alpha, max_extra=args.max_extra,
+                                     device=next(model.parameters()).device):
+                sink.write(line + "\n")
+                sink.flush()
+                written += 1
+        except KeyboardInterrupt:
+            raise Interrupted(f"interrupted: the first {written} of {len(lines)} translations "
+                              f"are in {args.output or 'the output'}") from None
 
 
 def cmd_evaluate(args):
@@ -220,17 +238,19 @@ def cmd_evaluate(args):
     corpus = load_corpus(args.corpus, args.split, args.direction, args.data_root)
     model, tokenizer = _load(args)
     src, ref = corpus.src[:args.limit or None], corpus.tgt[:args.limit or None]
-    start = time.perf_counter()
-    hyps = translate(model, tokenizer, src, beam_size=args.beam, alpha=args.alpha,
-                     max_extra=args.max_extra, device=next(model.parameters()).device)
-    seconds = time.perf_counter() - start
+    # opened before any decoding: a path that cannot be written fails now, not at the end
+    with open(args.hypotheses, "w", encoding="utf-8") if args.hypotheses else \
+            contextlib.nullcontext() as sink:
+        start = time.perf_counter()
+        hyps = translate(model, tokenizer, src, beam_size=args.beam, alpha=args.alpha,
+                         max_extra=args.max_extra, device=next(model.parameters()).device)
+        seconds = time.perf_counter() - start
+        if sink is not None:
+            sink.writelines(h + "\n" for h in hyps)
     result = score(hyps, ref)
     print(format_score(result))
     print(f"{len(src)} sentences of {args.corpus}/{args.split} ({args.direction}), beam "
           f"{args.beam}, alpha {args.alpha}, {seconds:.1f} s")
-    if args.hypotheses:
-        with open(args.hypotheses, "w", encoding="utf-8") as f:
-            f.writelines(h + "\n" for h in hyps)
 
 
 def cmd_average(args):
@@ -244,7 +264,7 @@ def cmd_average(args):
             raise FileNotFoundError(f"no step_*.pt checkpoints in {args.checkpoints[0]}")
     paths = paths[-args.last:] if args.last else paths
     save_checkpoint(average_checkpoints(paths), args.out)
-    print(f"averaged {len(paths)} checkpoints into {args.out}")
+    print(f"averaged {len(paths)} checkpoint{'s' if len(paths) > 1 else ''} into {args.out}")
 
 
 def cmd_export(args):
@@ -366,16 +386,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def run():
-    """The ``transformer`` console script: :func:`main` under jemalloc when it is installed
-    (see :mod:`transformer.host_memory`)."""
+class Interrupted(Exception):
+    """Ctrl-C: the message says what was kept (exit status 130, no traceback)."""
+
+
+def _describe(exc: OSError) -> str:
+    """One line for an error of the operating system, naming the file."""
+    if exc.strerror is None:                    # raised by this package with its own words
+        return str(exc)
+    if exc.errno == errno.ENOSPC:
+        return "no space left on device" + (f" writing {exc.filename}" if exc.filename else "")
+    return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+
+
+def run(argv=None):
+    """``python -m transformer`` and the ``transformer`` console script, one entry point:
+    the command line under jemalloc when it is installed (see
+    :mod:`transformer.host_memory`), warnings as one line each, as the errors are."""
+    import warnings
     from .host_memory import exec_with_jemalloc
     exec_with_jemalloc()
-    main()
+    warnings.formatwarning = lambda message, *args, **kwargs: f"warning: {message}\n"
+    try:
+        main(argv)
+    except KeyboardInterrupt:                   # before a command could say more
+        print("interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
 
 
 def main(argv=None):
-    """Run ``python -m transformer`` with ``argv`` (default: ``sys.argv[1:]``)."""
+    """Run ``python -m transformer`` with ``argv`` (default: ``sys.argv[1:]``).
+
+    Ordinary failures end it with one line on stderr and exit status 2: the user's input
+    or files (a bad value, a damaged checkpoint, a foreign run folder), the operating
+    system's (a read-only or missing folder, a full disk) and a missing optional package;
+    Ctrl-C ends it with a line saying what was kept and status 130."""
     args = build_parser().parse_args(argv)
     from .checkpoint import CheckpointError
     from .train_config import TrainingError
@@ -385,11 +430,20 @@ def main(argv=None):
     args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         command(args)
-    except (CheckpointError, TrainingError, ValueError, FileNotFoundError) as exc:
+    except Interrupted as exc:
+        print(exc, file=sys.stderr)
+        raise SystemExit(130) from None
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
+    except OSError as exc:
+        print(f"error: {_describe(exc)}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except (CheckpointError, TrainingError, ValueError, ImportError) as exc:
         # Problems with the user's input or files: one clear line, no traceback.
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
 
 
 if __name__ == "__main__":
-    main()
+    run()

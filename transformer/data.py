@@ -227,8 +227,8 @@ def load_wmt14(split: str, direction: str = "en-de") -> ParallelCorpus:
     try:
         import datasets
     except ImportError:
-        raise ImportError("load_wmt14 needs the Hugging Face datasets package: "
-                          "pip install datasets  (or pip install 'transformer[wmt]')") from None
+        raise ImportError("--corpus wmt14 needs the Hugging Face datasets package: `pip "
+                          "install datasets` (or pip install 'transformer[wmt]')") from None
     split = _SPLIT_ALIASES.get(split, split)
     hf_split = {"train": "train", "valid": "validation", "test": "test"}.get(split)
     if hf_split is None:

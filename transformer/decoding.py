@@ -8,7 +8,8 @@ possible."
 * :func:`beam_search` keeps ``beam_size`` hypotheses per sentence and ranks finished ones
   by the GNMT length-normalised score ``log P(Y) / lp(Y)``, ``lp(Y) = ((5 + |Y|) / 6)^alpha``
   (Wu et al., 2016), where ``|Y|`` counts the output tokens including the final EOS.
-* :func:`translate` goes from strings to strings through a tokenizer.
+* :func:`translate` goes from strings to strings through a tokenizer; :func:`translations`
+  hands them over one by one as they are done.
 
 Conventions shared by both searches:
 
@@ -46,15 +47,15 @@ from __future__ import annotations
 import math
 import warnings
 from contextlib import contextmanager
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import torch
 
 from .fast.kv_cache import KVCache
 from .validation import check_tokens
 
-__all__ = ["greedy_decode", "beam_search", "translate", "length_penalty", "sequence_scores",
-           "build_source_batch"]
+__all__ = ["greedy_decode", "beam_search", "translate", "translations", "length_penalty",
+           "sequence_scores", "build_source_batch"]
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -320,17 +321,7 @@ def build_source_batch(ids: Sequence[Sequence[int]], pad_id: int, eos_id: int,
     return out if device is None else out.to(device)
 
 
-def translate(model, tokenizer, sentences: list[str], beam_size: int = 4, alpha: float = 0.6,
-              batch_size: int = 64, max_tokens: int | None = None, max_extra: int = 50,
-              device=None) -> list[str]:
-    """Translate strings with beam search (greedy when ``beam_size == 1``).
-
-    Sentences are sorted by tokenized length so that each batch holds similar lengths,
-    and the translations come back in the input order. A batch holds at most
-    ``batch_size`` sentences and, if ``max_tokens`` is given, at most ``max_tokens``
-    padded source tokens. ``device`` is where the inputs go (default: the model's).
-    Sources longer than ``cfg.max_len`` are truncated with a warning.
-    """
+def _check_translate_args(sentences, beam_size, alpha, batch_size, max_tokens, max_extra):
     if isinstance(sentences, str):
         raise TypeError("sentences must be a list of strings, got a single str "
                         "(wrap it in a list)")
@@ -347,8 +338,50 @@ def translate(model, tokenizer, sentences: list[str], beam_size: int = 4, alpha:
     if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
         raise ValueError(f"max_tokens must be a positive integer or None, got {max_tokens!r}")
     _check_max_extra(max_extra)
-    if not sentences:
-        return []
+    return sentences
+
+
+def translate(model, tokenizer, sentences: list[str], beam_size: int = 4, alpha: float = 0.6,
+              batch_size: int = 64, max_tokens: int | None = None, max_extra: int = 50,
+              device=None) -> list[str]:
+    """Translate strings with beam search (greedy when ``beam_size == 1``).
+
+    Sentences are sorted by tokenized length so that each batch holds similar lengths,
+    and the translations come back in the input order. A batch holds at most
+    ``batch_size`` sentences and, if ``max_tokens`` is given, at most ``max_tokens``
+    padded source tokens. ``device`` is where the inputs go (default: the model's).
+    Sources longer than ``cfg.max_len`` are truncated with a warning. A blank sentence
+    (empty or only white space) gives an empty translation: there is nothing to translate.
+    """
+    sentences = _check_translate_args(sentences, beam_size, alpha, batch_size, max_tokens,
+                                      max_extra)
+    return _translate(model, tokenizer, sentences, beam_size, alpha, batch_size, max_tokens,
+                      max_extra, device)
+
+
+def translations(model, tokenizer, sentences: list[str], beam_size: int = 4,
+                 alpha: float = 0.6, batch_size: int = 64, max_tokens: int | None = None,
+                 max_extra: int = 50, device=None) -> Iterator[str]:
+    """:func:`translate`'s translations one by one, in input order, as they are done: the
+    sentences go through it ``batch_size`` consecutive ones at a time, so a reader (the
+    command line's ``translate``) can write each window's lines before the next is decoded
+    and keep them when it is interrupted."""
+    sentences = _check_translate_args(sentences, beam_size, alpha, batch_size, max_tokens,
+                                      max_extra)
+    for start in range(0, len(sentences), batch_size):
+        yield from _translate(model, tokenizer, sentences[start:start + batch_size], beam_size,
+                              alpha, batch_size, max_tokens, max_extra, device)
+
+
+def _translate(model, tokenizer, sentences, beam_size, alpha, batch_size, max_tokens,
+               max_extra, device) -> list[str]:
+    blank = [not s.strip() for s in sentences]
+    if all(blank):
+        return ["" for _ in sentences]
+    if any(blank):
+        done = iter(_translate(model, tokenizer, [s for s, b in zip(sentences, blank) if not b],
+                               beam_size, alpha, batch_size, max_tokens, max_extra, device))
+        return ["" if b else next(done) for b in blank]
     cfg = model.cfg
     device = device if device is not None else _device(model)
     ids = [list(x) for x in tokenizer.encode_batch(sentences)]
@@ -359,7 +392,7 @@ def translate(model, tokenizer, sentences: list[str], beam_size: int = 4, alpha:
     if too_long:
         warnings.warn(f"{len(too_long)} source sentence(s) (first: index {too_long[0]}) are "
                       f"longer than cfg.max_len={cfg.max_len} tokens and were truncated",
-                      stacklevel=2)
+                      stacklevel=3)
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]), reverse=True)
     outputs: list[list[int] | None] = [None] * len(ids)
     start = 0

@@ -126,8 +126,21 @@ class RunFolder:
         write_atomic(self.run_file, json.dumps({"train": identity}, indent=1).encode())
 
     def tokenizer(self) -> Tokenizer:
-        """The run's BPE vocabulary (``spm.model``)."""
-        return Tokenizer.load(self.tokenizer_file)
+        """The run's BPE vocabulary (``spm.model``). A damaged ``spm.model`` is rebuilt,
+        with a warning, from the newest checkpoint (each one carries the tokenizer)."""
+        try:
+            return Tokenizer.load(self.tokenizer_file)
+        except ValueError as exc:
+            damage = exc
+        for path, state in self.complete_checkpoints():
+            if "tokenizer" in state:
+                tokenizer = Tokenizer.from_serialized(bytes(state["tokenizer"]))
+                write_atomic(self.tokenizer_file, tokenizer.serialized())
+                warnings.warn(f"{self.tokenizer_file} was damaged; rebuilt it from the "
+                              f"tokenizer inside {path}")
+                return tokenizer
+        raise TrainingError(f"{damage}; no checkpoint of the run carries a tokenizer to "
+                            f"rebuild it from: use another --out folder") from None
 
     # --------------------------------------------------------------- metrics
     def log(self, record: dict) -> None:

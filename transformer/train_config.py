@@ -86,8 +86,8 @@ class TrainConfig:
     update_tokens: int = setting(4096, run=True, min=1,
                                  help="target tokens per update, reached by gradient "
                                       "accumulation (5.1; paper: 25000)")
-    max_updates: int = setting(0, run=False, result=True, min=0,
-                               help="stop after this many updates (0: no limit)")
+    max_updates: int | None = setting(None, run=False, result=True, min=1,
+                                      help="stop after this many updates (default: no limit)")
     max_epochs: int = setting(0, run=False, result=True, min=0,
                               help="stop after this many epochs (0: no limit)")
     time_limit_min: float = setting(0.0, run=False, result=True, min=0,
@@ -172,6 +172,8 @@ def flag(f: dataclasses.Field) -> str:
 def check_value(f: dataclasses.Field, value) -> None:
     """Raise ``ValueError`` naming the field and its flag when ``value`` breaks its rules."""
     where = f"TrainConfig.{f.name} ({flag(f)})"
+    if value is None and f.default is None:          # an optional setting left unset
+        return
     choices, low, high = (f.metadata.get(k) for k in ("choices", "min", "max"))
     if choices is not None and value not in choices:
         raise ValueError(f"{where} must be one of {', '.join(choices)}, got {value!r}")
