@@ -306,3 +306,53 @@ def test_build_source_batch_appends_eos_and_pads():
     src = build_source_batch([[5, 6, 7], [], [8]], PAD, EOS)
     assert src.tolist() == [[5, 6, 7, EOS], [EOS, PAD, PAD, PAD], [8, EOS, PAD, PAD]]
     assert build_source_batch([[5, 6, 7, 8]], PAD, EOS, max_len=3).tolist() == [[5, 6, EOS]]
+
+
+class RandomTableModel(TableModel):
+    """A stand-in model whose next-token distribution is a random function of the prefix
+    (seeded by it): tokens 3 and 4 and EOS, small enough to list every output."""
+
+    def __init__(self, seed):
+        super().__init__()
+        self.seed = seed
+
+    def decode(self, tgt_in, memory, src_mask):
+        logits = torch.full((tgt_in.size(0), tgt_in.size(1), 8), -30.0)
+        for b in range(tgt_in.size(0)):
+            gen = torch.Generator().manual_seed(hash((self.seed, *tgt_in[b].tolist())) % 2**31)
+            logits[b, -1, [EOS, 3, 4]] = 2.0 * torch.randn(3, generator=gen)
+        return logits.log_softmax(-1)
+
+
+def brute_force_best(model, src, alpha, max_tokens):
+    """The output maximising log P(Y) / lp(|Y|), over every output of 1..max_tokens tokens."""
+    import itertools
+    best = None
+    for n in range(1, max_tokens + 1):
+        for out in itertools.product((3, 4), repeat=n):
+            prefix, logp = [BOS], 0.0
+            for token in (*out, EOS):
+                logits = model.decode(torch.tensor([prefix]), None, None)[0, -1]
+                logp += float(logits.double().log_softmax(-1)[token])
+                prefix.append(token)
+            score = logp / length_penalty(n + 1, alpha)
+            if best is None or score > best[0]:
+                best = (score, list(out))
+    return best[1]
+
+
+def test_beam_search_chooses_per_the_length_penalty_for_every_alpha():
+    # Cases where alpha changes the answer: a beam wide enough to keep every hypothesis
+    # must pick, for each alpha, the output a brute-force search of log P / lp picks.
+    alphas, src, max_extra = (0.0, 0.3, 0.6, 1.0, 1.5), torch.tensor([[3, EOS]]), 1
+    cases = 0
+    for seed in range(150):
+        model = RandomTableModel(seed)
+        best = {a: brute_force_best(model, src, a, max_tokens=2 + max_extra) for a in alphas}
+        if len({tuple(b) for b in best.values()}) == 1:
+            continue                                    # alpha does not matter here
+        cases += 1
+        for alpha in alphas:
+            assert beam_search(model, src, beam_size=32, alpha=alpha, max_extra=max_extra,
+                               stopping="bound") == [best[alpha]], (seed, alpha)
+    assert cases >= 10

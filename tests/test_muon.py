@@ -103,3 +103,29 @@ def test_muon_run_resumes_exactly_and_keeps_its_optimizer(corpus, tmp_path):
         assert torch.equal(tensor, b["model"][name]), name
     refused = train(corpus, resumed, 18, optimizer="adam")
     assert refused.returncode == 2 and 'optimizer "muon" there, "adam" now' in refused.stderr
+
+
+@pytest.mark.parametrize("shape", [(32, 32), (48, 16), (16, 48)])
+def test_muon_updates_are_near_orthogonal_on_ill_conditioned_gradients(shape):
+    # A layer's gradient is far from well conditioned: singular values from 1 to 0.01.
+    # Every direction of Muon's step must still get about the same size (the optimizer as
+    # the trainer builds it, MuonWithAdam, and Muon with its defaults).
+    torch.manual_seed(0)
+    U, _, Vh = torch.linalg.svd(torch.randn(shape), full_matrices=False)
+    grad = U @ torch.diag(torch.logspace(0, -2, min(shape))) @ Vh
+    model = FastTransformer(ModelConfig(vocab_size=40, d_model=32, n_heads=2, d_ff=32,
+                                        n_encoder_layers=1, n_decoder_layers=1))
+    layer = next(p for name, p in model.named_parameters()
+                 if "encoder_layers." in name and p.ndim == 2)
+    for optimizer, w in ((MuonWithAdam(model), layer),
+                         (None, torch.nn.Parameter(torch.randn(shape)))):
+        if optimizer is None:
+            optimizer = Muon([w])
+        w.data = torch.randn(shape)
+        for group in optimizer.param_groups:
+            group["lr"] = 0.01
+        before = w.detach().clone()
+        w.grad = grad.clone()
+        optimizer.step()
+        s = torch.linalg.svdvals(w.detach() - before) / (0.01 * MUON_SCALE * max(shape) ** 0.5)
+        assert s.min() > 0.6 and s.max() < 1.25, (type(optimizer).__name__, s.min(), s.max())

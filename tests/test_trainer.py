@@ -484,3 +484,36 @@ def test_the_divergence_rule_leaves_a_sound_loss_curve_alone():
     assert not any(watch.update(float(x)) for x in sound) and watch.healthy
     fired = [k for k, x in enumerate([2.5] * 50 + [40.0] * 50) if watch.update(x)]
     assert fired and 50 + DivergenceWatch.PATIENCE <= fired[0] <= 50 + DivergenceWatch.PATIENCE + 3
+
+
+def test_the_batches_the_trainer_feeds_the_model_start_with_bos_and_end_with_eos(tmp_path,
+                                                                                 one_thread):
+    # Look at what the model really gets during real updates (from_config's own batches):
+    # sources end in EOS, decoder inputs start with BOS, targets are the inputs shifted
+    # left and end in EOS; padding only after that.
+    from test_cli import write_corpus
+    cfg = TrainConfig(out_dir=str(tmp_path / "run"), corpus=str(write_corpus(tmp_path / "c")),
+                      vocab_size=120, max_tokens=400, update_tokens=800, max_updates=2,
+                      warmup=10, precision="fp32", eval_bleu_sentences=0, progress=False,
+                      model_overrides=dict(d_model=16, d_ff=32, n_heads=2, n_encoder_layers=1,
+                                           n_decoder_layers=1))
+    trainer = Trainer.from_config(cfg)
+    tok, seen = trainer.tokenizer, []
+    trainer.loss_module.register_forward_pre_hook(
+        lambda module, args: seen.append([a.detach().clone() for a in args]))
+    trainer.fit()
+    assert len(seen) >= 4                # 2 updates x 2 micro-batches, then the validation's
+
+    def rows(batch):
+        for row in batch.tolist():
+            n = len(row) - row[::-1].index(next(t for t in row[::-1] if t != tok.pad_id))
+            assert all(t == tok.pad_id for t in row[n:])        # padding only at the end
+            yield row[:n]
+
+    for src, tgt_in, tgt_out in seen:
+        for s in rows(src):
+            assert s[-1] == tok.eos_id and tok.bos_id not in s and tok.eos_id not in s[:-1]
+        for t_in, t_out in zip(rows(tgt_in), rows(tgt_out)):
+            assert t_in[0] == tok.bos_id and t_out[-1] == tok.eos_id
+            assert t_in[1:] == t_out[:-1]                        # shifted by one position
+            assert tok.eos_id not in t_in and tok.bos_id not in t_out
