@@ -432,6 +432,7 @@ def test_resuming_in_another_precision_warns(corpus, tmp_path, one_thread, monke
                                             r"resumes in fp32 \(--precision auto"):
         trainer = Trainer.from_config(_tiny_run(corpus, tmp_path / "run", max_updates=4))
     assert trainer.step == 2 and trainer.precision == "fp32"
+    trainer.close()                                    # it holds the run until it is run
     monkeypatch.setattr(trainer_module, "cpu_has_native_bf16", lambda: True)
     with warnings.catch_warnings():
         warnings.simplefilter("error")                 # the same precision: no warning

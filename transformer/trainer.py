@@ -233,7 +233,7 @@ class Trainer:
         self.train_seconds = 0.0     # wall-clock time spent training, across resumes
         self.records: list[dict] = []    # what log() wrote, this process
         self.resumed_from: Path | None = None
-        self.lock = None             # the run folder's lock (from_config), released by fit
+        self.lock = None             # the run folder's lock (from_config), see close()
         self.divergence = DivergenceWatch(self.model_cfg.tgt_vocab_size)
         self.loss_module = SequenceLoss(self.model, self.criterion)
         self.train_model = self.loss_module
@@ -501,9 +501,14 @@ class Trainer:
         try:
             return self._fit()
         finally:
-            if self.lock is not None:
-                self.lock.close()
-                self.lock = None
+            self.close()
+
+    def close(self) -> None:
+        """Release the run folder's lock (:meth:`from_config` takes it; :meth:`fit` ends
+        with this): another ``train`` may then write the run."""
+        if self.lock is not None:
+            self.lock.close()
+            self.lock = None
 
     def _fit(self) -> dict:
         cfg = self.cfg
