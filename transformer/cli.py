@@ -146,7 +146,10 @@ def cmd_train(args):
     if trainer.dist.main:
         print(f"model: {trainer.model_cfg.extra.get('preset')} "
               f"{trainer.model.num_parameters():,} parameters, precision {trainer.precision}, "
-              f"device {trainer.device}, {trainer.accum} micro-batch(es) per update, "
+              f"device {trainer.device}"
+              + (f" ({trainer.dist.world} process(es), {trainer.dist.backend})"
+                 if trainer.dist.distributed else "")
+              + f", {trainer.accum} micro-batch(es) per update, "
               f"padding {trainer.train_iter.padding_fraction():.1%}"
               + (f"; resumed from {trainer.resumed_from}" if trainer.resumed_from else ""),
               flush=True)
