@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import shlex
 import sys
 import time
 import typing
@@ -234,6 +235,15 @@ def cmd_evaluate(args):
     if args.hypotheses:
         with open(args.hypotheses, "w", encoding="utf-8") as f:
             f.writelines(h + "\n" for h in hyps)
+    if args.json:
+        from .provenance import provenance, write_record
+        write_record(args.json, {
+            "provenance": provenance(shlex.join(["python", "-m", "transformer", *args.argv]),
+                                     next(model.parameters()).device),
+            "checkpoint": str(args.checkpoint), "corpus": str(args.corpus), "split": args.split,
+            "direction": args.direction, "sentences": len(src), "beam": args.beam,
+            "alpha": args.alpha, "decode_seconds": round(seconds, 2),
+            **{k: v for k, v in result.items() if k != "n"}})
 
 
 def cmd_average(args):
@@ -325,6 +335,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="score the first N sentences only (0: all)")
     p.add_argument("--hypotheses", help="write the translations to this file "
                                         "(default: not written)")
+    p.add_argument("--json", help="write the scores, the settings and their provenance "
+                                  "to this JSON file (default: not written)")
     p = sub.add_parser("average", help="average checkpoints (section 6.1)",
                        formatter_class=HelpFormatter)
     p.add_argument("checkpoints", nargs="+", help="checkpoint files, or one checkpoints folder")
