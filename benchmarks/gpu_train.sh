@@ -62,14 +62,15 @@ step() {   # step NAME COMMAND...: run (at most $LIMIT_S seconds), log, keep goi
 # bf16, for a fixed wall time; the last 5 checkpoints averaged; beam 4 on each test split.
 # Update size: the paper's ~25,000 target tokens, in one micro-batch (the H200's memory
 # holds it; no accumulation). Warm-up: the paper's 4,000 updates would not end in the run.
-# Forward and backward cost ~6 x 50M parameters x 25,000 tokens = 7.5 TFLOP an update: at
-# the ~790 TFLOP/s bf16 peak measured there, 10 ms; eager PyTorch on short sentences
-# (Tatoeba averages 8 tokens) reaches perhaps 5-15% of it, so 4-10 updates a second, i.e.
-# 1,500-3,500 updates in 6 minutes (~90 updates an epoch of the 2.2M target tokens: 15-40
-# epochs). A warm-up of 500 ends 1-2 minutes in (15-35% of the run), and lr_factor 0.5
-# puts the peak at 0.5 x (512 x 500)^-0.5 = 1.0e-3, the top of what post-norm base models
-# train at with batches this size (the paper's own peak is 7.0e-4 at update 4,000). The
-# last 5 checkpoints, 150 updates apart, span the last ~20-50% of the updates.
+# Forward and backward cost ~6 x 48M parameters x 25,000 tokens = 7.2 TFLOP an update: at
+# the ~790 TFLOP/s bf16 measured there, 9 ms; eager PyTorch on short sentences (Tatoeba
+# averages 8 tokens) reaches perhaps 5-10% of that peak (200,000 target tokens/s would be
+# 7%), so 90-180 ms an update, 5.5-11 updates a second: 2,000-4,000 updates in 6 minutes,
+# 22-45 epochs of the 2.2M target tokens (88 updates an epoch). A warm-up of 500 ends
+# 45-90 s in (12-25% of the run), and lr_factor 0.5 puts the peak at
+# 0.5 x (512 x 500)^-0.5 = 1.0e-3, the top of what post-norm base models train at with
+# batches this size (the paper's own peak is 7.0e-4, at update 4,000). The last 5
+# checkpoints, 150 updates apart, span the last 20-40% of the updates.
 CORPUS="$WORK/data/multi30k+tatoeba-en-de"
 if [ $DRY = 1 ]; then
   TRAIN=(--model n_encoder_layers=1 --model n_decoder_layers=1 --model d_model=32
