@@ -16,13 +16,14 @@
 #   3. notebooks   ~4 min    chapter 7 (the book's run: 800 small-preset updates, ~1 min on
 #                            the GPU), chapter 10 (step-time and attention sweeps, 200 base
 #                            updates of 25,000 tokens, greedy BLEU of 6 checkpoints)
-#   In all about 12.5 minutes of commands plus the start: inside the 15 minutes, with no
-#   time for a rerun. TRAIN_MIN=5 takes a minute off step 1.
+#   In all about 12.5 minutes of commands plus a 2-3 minute start: the whole 15 minutes,
+#   with no time for a rerun. TRAIN_MIN=5 takes a minute off step 1.
 #
 # Writes under $OUT (default _build/gpu_train), flat and at most 8 files, as the device tool
 # returns them: log.txt, train.json + metrics.jsonl (1), torchrun.json (2), notebooks.json
 # with 07_training.ipynb and 10_full_model.ipynb executed (3); then
-# `python benchmarks/gpu_train_record.py $OUT` makes the committed record. Checkpoints,
+# `python benchmarks/gpu_train_record.py OUT1 OUT2` (the two calls' folders) makes the
+# committed record, book/results/gpu_train.json. Checkpoints,
 # the combined corpus and the book's run cache go to $WORK (default /tmp/gpu_train), not
 # $OUT. Needs: python3 with torch, sentencepiece and sacrebleu; the corpora in
 # $TRANSFORMER_DATA (default .gpu_data/, `make gpu-data`); for step 3 nbclient, ipykernel,
