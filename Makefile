@@ -9,7 +9,7 @@ TORCH  ?= torch==2.13.0
 export TRANSFORMER_DATA ?= $(abspath ../shared/data)
 export PYTHONUNBUFFERED = 1
 
-.PHONY: setup test test-unit test-book book browser jemalloc demo clean train-small train-tiny clean-cache gpu-data
+.PHONY: setup test test-unit test-book book browser jemalloc demo clean train-small train-tiny clean-cache gpu-data gpu-wheels
 # Book builds and book tests run torch on one thread: on small shared CPUs the default
 # thread count thrashed (a 2-layer toy training: 100 s with 2 threads, 9 s with 1).
 # The book build trains its cached model in a kernel: under jemalloc (when installed) its
@@ -92,8 +92,27 @@ train-tiny: setup
 clean-cache:
 	rm -rf $${TRANSFORMER_CACHE:-$$HOME/.cache/transformer/runs}
 
-# The GPU machine has no network and no ../shared: copy Multi30k into .gpu_data/ (git-ignored)
-# and carry it with the repository; then run `bash benchmarks/gpu_check.sh` there.
+# The GPU machine has no network, no ../shared and no .git: copy Multi30k and Tatoeba into
+# .gpu_data/ (git-ignored) with the commit they run at (run this right before the device
+# call), and carry the folder with the repository; then benchmarks/gpu_check.sh,
+# gpu_train.sh and gpu_table3.sh run there. gpu_train.sh combines the two corpora itself.
 gpu-data:
 	mkdir -p .gpu_data
-	cp -r $(TRANSFORMER_DATA)/multi30k-en-de .gpu_data/
+	cp -r $(TRANSFORMER_DATA)/multi30k-en-de $(TRANSFORMER_DATA)/tatoeba-en-de .gpu_data/
+	chmod -R u+w .gpu_data
+	echo "$$(git rev-parse --short HEAD)$$(test -z "$$(git status --porcelain)" || echo +changes)" \
+	  > .gpu_data/COMMIT
+
+# Wheels of what the GPU machine's image lacks to run the chapters (gpu_train.sh step 3):
+# nbclient with a python3 kernel (ipykernel) and plotly, with their requirements, for its
+# python3 (3.12.3, the device notes' pip list of 2026-11), about 26 MB. The requirements the
+# image already has are dropped: a second copy would shadow its own.
+GPU_PYTHON ?= 3.12
+GPU_WHEELS := nbclient nbformat ipykernel plotly
+GPU_HAS    := attrs narwhals packaging psutil pygments python_dateutil six typing_extensions
+gpu-wheels:
+	python3 -m pip download -q --only-binary=:all: --python-version $(GPU_PYTHON) \
+	  --implementation cp $(foreach p,manylinux_2_28 manylinux_2_27 manylinux_2_17 \
+	  manylinux2014 manylinux1,--platform $(p)_x86_64) -d .gpu_data/wheels $(GPU_WHEELS)
+	cd .gpu_data/wheels && rm -f $(foreach p,$(GPU_HAS),$(p)-*.whl)
+	du -sh .gpu_data/wheels

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The GPU path measured in one run (about 8 minutes on one H200), or a tiny CPU rehearsal.
+# The GPU path's tests and throughput in one run (about 8 minutes on one H200), or a tiny
+# CPU rehearsal. Training the base model and running the chapters there is
+# benchmarks/gpu_train.sh; Table 3 at a GPU budget is benchmarks/gpu_table3.sh.
 #
 #   bash benchmarks/gpu_check.sh              # on the GPU machine, from the repository root
 #   bash benchmarks/gpu_check.sh --dry-run    # on a CPU, in a minute (tests/test_gpu_check.py)
-#   STEPS="1 2" bash benchmarks/gpu_check.sh  # only the steps named
+#   STEPS="1" bash benchmarks/gpu_check.sh    # only the steps named
 #
 # Writes its log and results under $OUT (default _build/gpu_check):
 #   1. tests.xml       the device-aware tests on CUDA (every precision, --compile included)
@@ -11,22 +13,18 @@
 #                      ~25,000 target tokens per update, MFU against the measured peak,
 #                      eager and torch.compile (benchmarks/gpu_throughput.py); then
 #                      `python benchmarks/gpu_record.py $OUT` makes the committed record
-#   3. train/          a base-preset run on Multi30k for 3 minutes, then greedy and beam-4
-#                      sacreBLEU on the test split (bleu.txt)
-#   4. notebooks/      chapter 10 in its full form and chapter 7 as a Colab GPU user runs it
-# Needs: python3 with torch (CUDA) and the project installed (pip install --no-deps -e .),
-# the corpora in $TRANSFORMER_DATA (default .gpu_data/ in the repository), and for step 4
-# nbclient, ipykernel and plotly.
+# Needs: python3 with torch (CUDA); the project is imported from the repository root, the
+# corpora from $TRANSFORMER_DATA (default .gpu_data/, `make gpu-data`).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DRY=0
 [ "${1:-}" = "--dry-run" ] && DRY=1
 OUT=${OUT:-_build/gpu_check}
 PY=${PY:-python3}
-STEPS=${STEPS:-1 2 3 4}
+STEPS=${STEPS:-1 2}
 want() { [[ " $STEPS " == *" $1 "* ]]; }
 export TRANSFORMER_DATA=${TRANSFORMER_DATA:-$PWD/.gpu_data}
-export PYTHONUNBUFFERED=1
+export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p "$OUT"
 LOG="$OUT/log.txt"
 status=0
@@ -57,39 +55,5 @@ if want 2; then
     --json "$OUT/throughput.json"; fi
 fi
 
-# 3. a real training run and its BLEU
-if [ $DRY = 1 ]; then
-  TRAIN=(--preset small --max-updates 3 --vocab-size 300 --max-tokens 512 --update-tokens 512
-         --model d_model=32 --model d_ff=64 --model n_heads=2 --model n_encoder_layers=1
-         --model n_decoder_layers=1 --eval-bleu-sentences 0 --precision fp32)
-  LIMIT=(--limit 5)
-else
-  TRAIN=(--preset base --time-limit-min 3 --update-tokens 25000 --max-tokens 12500
-         --warmup 4000 --precision bf16 --eval-bleu-sentences 200)
-  LIMIT=()
-fi
-want 3 && step train "$PY" -m transformer train --corpus multi30k-en-de --out "$OUT/train" --no-progress \
-  --save-every 100 --keep-last 5 "${TRAIN[@]}"
-want 3 && for beam in 1 4; do
-  step "bleu beam $beam" "$PY" -m transformer evaluate "$OUT/train/average.pt" \
-    --corpus multi30k-en-de --split test --beam "$beam" "${LIMIT[@]}"
-done
-grep -h "^BLEU" "$LOG" > "$OUT/bleu.txt" || true
-
-# 4. the notebooks: chapter 10 full, chapter 7 as on Colab (its cached run trains on the GPU)
-mkdir -p "$OUT/notebooks"
-if ! want 4; then :
-elif [ $DRY = 1 ]; then
-  step notebooks "$PY" -c "import nbformat, json, pathlib
-for name in ('07_training', '10_full_model'):
-    nb = nbformat.read(f'book/{name}.ipynb', as_version=4)
-    assert nb.cells, name
-print('notebooks readable; not executed in --dry-run')"
-else
-  for name in 10_full_model 07_training; do
-    step "notebook $name" "$PY" -m jupyter nbconvert --to notebook --execute \
-      --ExecutePreprocessor.timeout=1800 --output-dir "$OUT/notebooks" "book/$name.ipynb"
-  done
-fi
 echo "gpu_check: $([ $status = 0 ] && echo ok || echo 'some steps failed') (log: $LOG)" | tee -a "$LOG"
 exit $status

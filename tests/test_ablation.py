@@ -1,6 +1,7 @@
 """Table 3 at CPU scale (transformer.ablation, ``python -m transformer ablate``)."""
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
@@ -136,3 +137,47 @@ def test_a_diverged_row_is_recorded_not_raised(corpus, tmp_path, monkeypatch):
     entry = run_row(row, cfg, tok)
     assert entry["diverged"] and entry["updates"] == 0 and "loss is nan" in entry["error"]
     assert "diverged" in ablation.format_entry(entry)
+
+
+def test_budgets_share_their_settings_and_the_cpu_table_keeps_its_own():
+    gpu = ablation.row_config(ROW_BY_NAME["A-h1"], Path("t"), seed=2, updates=4000,
+                              budget="gpu")
+    assert (gpu.max_tokens, gpu.update_tokens, gpu.max_updates, gpu.seed) == (8000, 8000, 4000, 2)
+    assert gpu.model_overrides == {"n_heads": 1} and gpu.save_every == 1000
+    assert ablation.BUDGETS["gpu"].updates == 4000 and ablation.BUDGETS["cpu"].updates == 400
+    cpu = ablation.row_config(ROW_BY_NAME["base"], Path("t"), seed=1, updates=400)
+    assert (cpu.max_tokens, cpu.warmup, cpu.lr_factor) == (2048, 150, 0.4)   # table3.json's
+    smoke = ablation.row_config(ROW_BY_NAME["A-h1"], Path("t"), seed=1, updates=3,
+                                budget="smoke")
+    assert smoke.model_overrides["d_model"] == 32 and smoke.model_overrides["n_heads"] == 1
+    with pytest.raises(ValueError, match="unknown budget 'tpu'"):
+        ablation.budget_train("tpu")
+
+
+def test_the_paper_rows_come_before_the_others_and_the_base_first():
+    order = [r.name for r in ablation.paper_first(select_rows("norm-pre,A-h1,C-N6,C-N1,base"))]
+    assert order == ["base", "A-h1", "C-N1", "norm-pre", "C-N6"]
+
+
+def test_base_seeds_jobs_and_a_time_budget_that_stops_between_rows(corpus, tmp_path,
+                                                                    monkeypatch):
+    monkeypatch.setattr(ablation, "TABLE_TRAIN", {**ablation.TABLE_TRAIN, "warmup": 5})
+    out, lines = tmp_path / "table", []
+    rows = select_rows("norm-pre,A-h1")
+    settings = dict(corpus=str(corpus), bleu_sentences=3, log=lines.append, **TINY)
+    # a budget of a millisecond: the first row starts, no other after it
+    data = run_table(rows, out, updates=2, base_seeds=2, time_budget_s=0.001, **settings)
+    assert [(r["row"], r["seed"]) for r in data["rows"]] == [("base", 1)]
+    assert any("base seed 2: not started" in line for line in lines), lines
+    # the same command without the budget goes on, two rows at once, base seed 2 first
+    lines.clear()
+    data = run_table(rows, out, updates=2, base_seeds=2, jobs=2, **settings)
+    assert sorted((r["row"], r["seed"]) for r in data["rows"]) == [
+        ("A-h1", 1), ("base", 1), ("base", 2), ("norm-pre", 1)]
+    started = [line.split(":")[0] for line in lines if line.endswith("...")]
+    assert started == ["base seed 2", "A-h1 seed 1", "norm-pre seed 1"]
+    assert data["provenance"]["jobs"] == 2 and data["provenance"]["budget"] == "cpu"
+    # a vocabulary that is not the rows' own is refused
+    (out / "spm.model").write_bytes((out / "spm.model").read_bytes() + b"x")
+    with pytest.raises(TrainingError, match="is not the vocabulary of the rows"):
+        run_table(rows, out, updates=2, base_seeds=2, **settings)

@@ -302,6 +302,19 @@ def test_evaluate_refuses_a_negative_limit(capsys, toy_runs):
     assert code == 2 and "argument --limit: must be >= 0, got -45" in one_line_error(err)
 
 
+def test_evaluate_writes_its_scores_with_provenance_as_json(capsys, toy_runs, toy_corpus,
+                                                             tmp_path):
+    out = tmp_path / "score.json"
+    code, stdout, _ = run_cli(capsys, ["evaluate", toy_runs["a"] / "average.pt", "--corpus",
+                                       toy_corpus, "--split", "test", "--beam", 2, "--limit", 4,
+                                       "--device", "cpu", "--json", out])
+    assert code == 0
+    record = json.loads(out.read_text())
+    assert record["sentences"] == 4 and record["beam"] == 2 and record["split"] == "test"
+    assert f"BLEU = {record['bleu']:.1f}" in stdout and 0 <= record["chrf"] <= 100
+    assert "--json" in record["provenance"]["command"] and record["provenance"]["commit"]
+
+
 def test_average_of_checkpoints_with_different_vocabularies_is_refused(capsys, toy_runs,
                                                                         tmp_path):
     a = toy_runs["a"] / "checkpoints" / "step_0000003.pt"

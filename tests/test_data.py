@@ -157,6 +157,29 @@ def test_load_corpus_missing_split_names_paths(toy_root):
     assert "download_multi30k" not in message
 
 
+def test_concatenated_corpora_hold_each_part_in_turn_and_no_test_split(toy_root, tmp_path):
+    other = toy_root / "other-en-de"
+    other.mkdir()
+    for split, pairs in (("train", [("a dog", "ein Hund")]), ("valid", [("a bird", "ein Vogel")])):
+        write(other / f"{split}.src", [s for s, _ in pairs])
+        write(other / f"{split}.tgt", [t for _, t in pairs])
+    out = data.concatenate_corpora(["toy-en-de", other], tmp_path / "both", root=toy_root)
+    train = load_corpus(out, "train")
+    assert train.src == ["a house", "a tree", "a dog"]
+    assert train.tgt == ["ein Haus", "ein Baum", "ein Hund"]
+    assert load_corpus(out, "valid").tgt == ["eine Katze", "ein Vogel"]
+    assert not (out / "test.src.gz").exists() and "train: 2 " in (out / "_about.txt").read_text()
+    first = (out / "train.src.gz").read_bytes()
+    data.concatenate_corpora(["toy-en-de", other], out, root=toy_root)
+    assert (out / "train.src.gz").read_bytes() == first                 # byte for byte
+    small = data.concatenate_corpora(["toy-en-de", other], tmp_path / "small", root=toy_root,
+                                     limit=1)
+    assert load_corpus(small, "train").src == ["a house", "a dog"]
+    with pytest.raises(ValueError, match="own test split"):
+        data.concatenate_corpora(["toy-en-de", other], tmp_path / "x", ("train", "test"),
+                                 root=toy_root)
+
+
 def test_missing_multi30k_says_how_to_download(tmp_path):
     with pytest.raises(FileNotFoundError) as err:
         load_corpus("multi30k-en-de", "train", root=tmp_path)

@@ -1,4 +1,4 @@
-"""benchmarks/gpu_check.sh, the one script the GPU machine runs, rehearsed on the CPU."""
+"""benchmarks/gpu_check.sh (the GPU path's tests and throughput), rehearsed on the CPU."""
 import os
 import subprocess
 import sys
@@ -16,7 +16,6 @@ def test_gpu_check_dry_run_on_the_cpu(shared_data, tmp_path):
     log = (out / "log.txt").read_text()
     assert result.returncode == 0, log[-4000:]
     assert "gpu_check: ok" in log
-    for name in ("tests", "throughput", "train", "bleu beam 1", "bleu beam 4", "notebooks"):
+    for name in ("tests", "throughput"):
         assert f"{name}: exit 0" in log, name
-    assert (out / "throughput.json").is_file() and (out / "train" / "average.pt").is_file()
-    assert len((out / "bleu.txt").read_text().splitlines()) == 2
+    assert (out / "throughput.json").is_file() and (out / "tests.xml").is_file()

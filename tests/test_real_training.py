@@ -73,7 +73,7 @@ def test_torchrun_ddp_two_processes(shared_data, tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     result = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "2 micro-batch(es) per update" in result.stdout     # 2048 / 512 / 2 ranks
+    assert "(2 process(es), gloo), 2 micro-batch(es) per update" in result.stdout  # 2048/512/2
     records = [json.loads(l) for l in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records if "loss" in r] == [1, 2, 3, 4, 5, 6]   # rank 0 only
     ckpt = torch.load(out / "checkpoints" / "step_0000006.pt", weights_only=True)

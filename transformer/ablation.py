@@ -10,10 +10,19 @@ through :class:`~transformer.trainer.Trainer` (so a row resumes after a crash li
 run), scores it and appends it to one results file with its provenance; rows already
 in the file are skipped, so running the same command again finishes an interrupted
 table. ``python -m transformer ablate`` is the command line.
+
+:data:`BUDGETS` name the update budgets: ``cpu`` (the CPU table of chapter 11, 400 updates
+of 2,048 tokens), ``gpu`` (4,000 updates of 8,000 tokens, where the base row has learnt;
+benchmarks/gpu_table3.sh) and ``smoke`` (a rehearsal of the GPU path on a tiny model).
+The base row runs first, at ``base_seeds`` seeds, then the rows with a paper value, then
+the rows the paper does not have; ``jobs`` rows train at once (each in its own process),
+and a time budget starts no row that would end after it, so a table grows over several
+calls.
 """
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import math
 import os
@@ -107,6 +116,43 @@ TABLE_TRAIN = dict(preset="small", corpus="multi30k-en-de", max_tokens=2048,
                    eval_bleu_sentences=0, keep_last=1, progress=False, log_every=10)
 
 
+# The GPU budget: every row 4,000 updates of 8,000 target tokens (32M tokens, about 70
+# epochs of Multi30k), sixteen times the CPU table's tokens, where the base row's dev BLEU
+# has flattened rather than begun to rise. Warm-up 400 (a tenth of the budget, as 150 is of
+# 400 less its tail) and a peak rate of 0.7 * 256^-0.5 * 400^-0.5 = 0.0022, the CPU table's
+# 0.0020 that the post-norm base trains at (larger updates only steady it), then eq. (3)'s
+# decay to 0.0007 at update 4,000. Validation every 1,000 updates (loss and greedy BLEU on
+# 200 sentences) shows whether a row has flattened. An H200 runs such a row in about a
+# minute (launches, not arithmetic, bound a 7.6M-parameter model: ~5-8 ms an update,
+# plus the process's start and the scoring); see benchmarks/gpu_table3.sh.
+GPU_TRAIN = dict(TABLE_TRAIN, max_tokens=8000, update_tokens=8000, warmup=400,
+                 lr_factor=0.7, eval_every=1000, eval_bleu_sentences=200, log_every=50)
+# A rehearsal of the GPU path on a CPU: a one-layer model of width 32, 3 updates.
+SMOKE_TRAIN = dict(TABLE_TRAIN, vocab_size=300, max_tokens=512, update_tokens=512, warmup=5,
+                   precision="fp32")
+SMOKE_MODEL = dict(d_model=32, d_ff=64, n_heads=2, n_encoder_layers=1, n_decoder_layers=1)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What every row of one table shares: updates, training settings, model overrides."""
+
+    updates: int
+    train: str                      # the name of the shared settings in this module
+    model: dict = field(default_factory=dict)
+
+
+BUDGETS = {"cpu": Budget(400, "TABLE_TRAIN"), "gpu": Budget(4000, "GPU_TRAIN"),
+           "smoke": Budget(3, "SMOKE_TRAIN", SMOKE_MODEL)}
+
+
+def budget_train(budget: str) -> dict:
+    """The shared TrainConfig settings of the budget named ``budget``."""
+    if budget not in BUDGETS:
+        raise ValueError(f"unknown budget {budget!r}; choose one of {', '.join(BUDGETS)}")
+    return dict(globals()[BUDGETS[budget].train])
+
+
 def select_rows(spec: str) -> list[Row]:
     """Rows named by ``spec``: comma-separated row names or groups (``A``, ``norm``),
     or ``all``; the base row is always included first (every row is read against it)."""
@@ -129,13 +175,20 @@ def select_rows(spec: str) -> list[Row]:
     return [ROW_BY_NAME[name] for name in names]
 
 
-def row_config(row: Row, out_dir: Path, *, seed: int, updates: int, **settings) -> TrainConfig:
-    """The :class:`TrainConfig` of ``row`` with ``seed``: the table's shared settings,
+def paper_first(rows: list[Row]) -> list[Row]:
+    """``rows`` in the order a table runs them: the base, the rows with a paper value
+    (groups A-E), then the rows the paper does not have; otherwise as given."""
+    return sorted(rows, key=lambda row: (row.name != "base", row.paper is None))
+
+
+def row_config(row: Row, out_dir: Path, *, seed: int, updates: int, budget: str = "cpu",
+               **settings) -> TrainConfig:
+    """The :class:`TrainConfig` of ``row`` with ``seed``: the budget's shared settings,
     ``settings`` (the command's options) and the row's own overrides, in that order."""
-    values = {**TABLE_TRAIN, **settings, **row.train}
+    values = {**budget_train(budget), **settings, **row.train}
     return TrainConfig(out_dir=str(out_dir / f"{row.name}-seed{seed}"), seed=seed,
                        max_updates=updates, save_every=max(1, updates // 4),
-                       model_overrides=dict(row.model), **values)
+                       model_overrides={**BUDGETS[budget].model, **row.model}, **values)
 
 
 # ------------------------------------------------------------------ results
@@ -196,6 +249,9 @@ def run_row(row: Row, cfg: TrainConfig, tokenizer, *, beam: int = 4, alpha: floa
                 "updates": trainer.step, "train_seconds": round(trainer.train_seconds, 1)}
     records = trainer.run.records()
     speeds = [r["tokens_per_s"] for r in records if "tokens_per_s" in r]
+    curve = {r["step"]: [r["step"], round(r["valid_loss"], 4)]
+             + ([round(r["valid_bleu"], 2)] if "valid_bleu" in r else [])
+             for r in records if "valid_loss" in r}
     ppl, tokens = dev_perplexity(trainer)
     valid = trainer.valid
     n = bleu_sentences or len(valid.src)
@@ -208,7 +264,8 @@ def run_row(row: Row, cfg: TrainConfig, tokenizer, *, beam: int = 4, alpha: floa
             "tokens_per_s": round(sum(speeds) / len(speeds)) if speeds else None,
             "dev_ppl": round(ppl, 4), "dev_tokens": tokens, "dev_bleu": round(scored["bleu"], 2),
             "dev_chrf": round(scored["chrf"], 2), "dev_sentences": n,
-            "decode_seconds": round(time.perf_counter() - start, 1)}
+            "decode_seconds": round(time.perf_counter() - start, 1),
+            **({"valid_curve": sorted(curve.values())} if len(curve) > 1 else {})}
 
 
 def _row_in_child(name: str, cfg: TrainConfig, spm: str, kwargs: dict) -> dict:
@@ -222,42 +279,66 @@ def _row_in_child(name: str, cfg: TrainConfig, spm: str, kwargs: dict) -> dict:
     return entry
 
 
-def run_row_apart(row: Row, cfg: TrainConfig, spm: Path, **kwargs) -> dict:
-    """:func:`run_row` in a fresh process: each row starts with the host memory of one
-    run (a table of rows in one process grew past 24 GB and was killed, 2026-12-01), and
-    its peak resident memory is measured on its own (``peak_rss_mb``)."""
+def start_row_apart(row: Row, cfg: TrainConfig, spm: Path, **kwargs):
+    """:func:`run_row` in a fresh process, started: returns its pool and its future. Each
+    row starts with the host memory of one run (a table of rows in one process grew past
+    24 GB and was killed, 2026-12-01), and its peak resident memory is measured on its own
+    (``peak_rss_mb``)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
-    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return pool.submit(_row_in_child, row.name, cfg, str(spm), kwargs).result()
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    return pool, pool.submit(_row_in_child, row.name, cfg, str(spm), kwargs)
+
+
+def run_row_apart(row: Row, cfg: TrainConfig, spm: Path, **kwargs) -> dict:
+    """:func:`run_row` in a fresh process (:func:`start_row_apart`), waited for."""
+    pool, future = start_row_apart(row, cfg, spm, **kwargs)
+    with pool:
+        return future.result()
 
 
 # -------------------------------------------------------------- the table
-def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int, seed: int = 1,
-              command: str | None = None, beam: int = 4, alpha: float = 0.6,
-              bleu_sentences: int = 0, log=print, **settings) -> dict:
-    """Train and score ``rows`` (skipping those ``results.json`` already holds for
-    ``seed``) with ``updates`` updates each; return the results file's contents.
+def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int | None = None,
+              seed: int = 1, command: str | None = None, beam: int = 4, alpha: float = 0.6,
+              bleu_sentences: int = 0, log=print, budget: str = "cpu", base_seeds: int = 1,
+              jobs: int = 1, time_budget_s: float = 0, **settings) -> dict:
+    """Train and score ``rows`` (skipping those ``results.json`` already holds) with
+    ``updates`` updates each (default: the budget's); return the results file's contents.
 
-    ``settings`` are TrainConfig fields shared by every row (e.g. ``threads``,
-    ``corpus``, ``data_root``); the table's shared settings, the budget and the vocabulary
-    (one ``spm.model`` for all rows, so perplexities compare) must match the file's.
+    The base row runs at seeds ``seed`` .. ``seed + base_seeds - 1``, first; every other
+    row at ``seed``, those with a paper value before the others (:func:`paper_first`).
+    ``jobs`` rows train at once, each in its own process. With ``time_budget_s`` a row
+    starts only while the time spent so far plus the longest row of this call fits in it
+    (the first ``jobs`` rows always start): the table stops between rows, and the same
+    command finishes it later. ``settings`` are TrainConfig fields shared by every row
+    (e.g. ``threads``, ``corpus``, ``data_root``); the budget's shared settings, the
+    updates and the vocabulary (one ``spm.model`` for all rows, so perplexities compare)
+    must match the file's.
     """
+    from concurrent.futures import FIRST_COMPLETED, wait
     from .trainer import _nonempty, _train_tokenizer, resolve_precision
     from .data import load_corpus
     from .inference import resolve_device
+    started = time.monotonic()
+    budget_train(budget)                                   # a known budget
+    if base_seeds < 1 or jobs < 1:
+        raise ValueError(f"base_seeds and jobs must be >= 1, got {base_seeds} and {jobs}")
+    updates = updates or BUDGETS[budget].updates
     out = Path(out_dir)
     results = ResultsFile(out / "results.json")
     data = results.read()
-    shared = {**TABLE_TRAIN, **{k: v for k, v in settings.items()
-                                if k not in ("threads", "data_root", "device")},
+    shared = {**budget_train(budget), **{k: v for k, v in settings.items()
+                                         if k not in ("threads", "data_root", "device")},
               "updates": updates, "beam": beam, "alpha": alpha,
               "bleu_sentences": bleu_sentences}
-    # the precision the rows train in here (auto: bf16 or fp32 by CPU), so that a table is
-    # never resumed in another one
-    shared["precision"] = resolve_precision(shared["precision"],
-                                            resolve_device(settings.get("device", "auto")))
-    probe = row_config(ROWS[0], out, seed=seed, updates=updates, **settings)   # checks values
+    if BUDGETS[budget].model:
+        shared["model"] = dict(BUDGETS[budget].model)
+    # the precision the rows train in here (auto: bf16 or fp32 by CPU, bf16 on a GPU), so
+    # that a table is never resumed in another one
+    device = resolve_device(settings.get("device", "auto"))
+    shared["precision"] = resolve_precision(shared["precision"], device)
+    probe = row_config(ROWS[0], out, seed=seed, updates=updates, budget=budget,
+                       **settings)                                       # checks values
     provenance = data["provenance"]
     if provenance and provenance.get("shared") != shared:
         raise TrainingError(f"{results.path} holds a table with other shared settings "
@@ -269,9 +350,14 @@ def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int, seed
         tokenizer = _train_tokenizer(train, probe)
         from .checkpoint import write_atomic
         write_atomic(spm, tokenizer.serialized())
+    spm_sha = hashlib.sha256(spm.read_bytes()).hexdigest()
+    if provenance.get("spm_sha256", spm_sha) != spm_sha:   # a copied file, a retrained BPE
+        raise TrainingError(f"{spm} is not the vocabulary of the rows in {results.path} "
+                            f"(SHA-256 {spm_sha[:12]}, the file's {provenance['spm_sha256'][:12]})"
+                            f": use another --out folder")
     import torch
     provenance.update({
-        "shared": shared, "source": PAPER_SOURCE,
+        "shared": shared, "budget": budget, "source": PAPER_SOURCE, "spm_sha256": spm_sha,
         "started": provenance.get("started") or _now(),
         "commands": list(dict.fromkeys([*provenance.get("commands", []),
                                         command or " ".join(sys.argv)])),
@@ -279,24 +365,53 @@ def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int, seed
         "threads": settings.get("threads") or torch.get_num_threads(),
         "device": settings.get("device", "auto"),
     })
+    if device.type == "cuda":
+        provenance.update(gpu=torch.cuda.get_device_name(device), cuda=torch.version.cuda)
+    if jobs > 1:
+        provenance["jobs"] = jobs      # rows trained at once: their tokens/s are shared
     data["provenance"] = provenance
     results.write(data)
-    for row in rows:
-        if done(data, row, seed):
-            log(f"{row.name} seed {seed}: in {results.path} already")
+    todo = [(ROW_BY_NAME["base"], seed + i) for i in range(base_seeds)] + \
+        [(row, seed) for row in paper_first(rows) if row.name != "base"]
+    running, longest = {}, 0.0
+    for row, row_seed in todo:
+        if done(data, row, row_seed):
+            log(f"{row.name} seed {row_seed}: in {results.path} already")
             continue
-        cfg = row_config(row, out, seed=seed, updates=updates, **settings)
-        log(f"{row.name} seed {seed}: {row.label} ...")
-        entry = run_row_apart(row, cfg, spm, beam=beam, alpha=alpha,
-                              bleu_sentences=bleu_sentences)
+        while len(running) >= jobs:
+            data, longest = _collect(running, wait, FIRST_COMPLETED, results, log, longest)
+        spent = time.monotonic() - started
+        if time_budget_s and longest and spent + longest > time_budget_s:
+            log(f"{row.name} seed {row_seed}: not started, {spent / 60:.1f} min spent and a "
+                f"row takes up to {longest / 60:.1f} min (budget {time_budget_s / 60:.1f} "
+                f"min); the same command goes on from here")
+            break
+        cfg = row_config(row, out, seed=row_seed, updates=updates, budget=budget, **settings)
+        log(f"{row.name} seed {row_seed}: {row.label} ...")
+        running[start_row_apart(row, cfg, spm, beam=beam, alpha=alpha,
+                                bleu_sentences=bleu_sentences)] = (row, row_seed,
+                                                                   time.monotonic())
+    while running:
+        data, longest = _collect(running, wait, FIRST_COMPLETED, results, log, longest)
+    return results.read()
+
+
+def _collect(running: dict, wait, when, results: ResultsFile, log, longest: float):
+    """Wait for one of the ``running`` rows to end; add its entry to the results file."""
+    finished, _ = wait([future for _, future in running], return_when=when)
+    for key in [key for key in running if key[1] in finished]:
+        (pool, future), (row, seed, began) = key, running.pop(key)
+        pool.shutdown()
+        entry = future.result()
         entry["finished"] = _now()
+        longest = max(longest, time.monotonic() - began)
         data = results.read()                 # another process may have added rows
         data["rows"] = [r for r in data["rows"]
                         if not (r["row"] == row.name and r["seed"] == seed)] + [entry]
         data["provenance"]["finished"] = entry["finished"]
         results.write(data)
         log(format_entry(entry))
-    return data
+    return results.read(), longest
 
 
 def _now() -> str:
@@ -318,6 +433,6 @@ def parameters(row: Row, vocab_size: int = 8000) -> int:
     return Transformer(ModelConfig.small(vocab_size=vocab_size, **row.model)).num_parameters()
 
 
-__all__ = ["Row", "ROWS", "GROUPS", "TABLE_TRAIN", "PAPER_SOURCE", "select_rows",
-           "row_config", "run_row", "run_table", "dev_perplexity", "ResultsFile",
-           "format_entry", "parameters"]
+__all__ = ["Row", "ROWS", "GROUPS", "TABLE_TRAIN", "GPU_TRAIN", "BUDGETS", "PAPER_SOURCE",
+           "select_rows", "paper_first", "row_config", "run_row", "run_table",
+           "dev_perplexity", "ResultsFile", "format_entry", "parameters"]

@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import errno
 import json
+import shlex
 import sys
 import time
 import typing
@@ -27,6 +28,7 @@ examples:
   python -m transformer evaluate runs/small/average.pt --corpus multi30k-en-de --split test
   python -m transformer average runs/small/checkpoints --last 5 --out runs/small/avg5.pt
   python -m transformer ablate --rows A,B --updates 400 --out runs/table3
+  python -m transformer ablate --budget gpu --base-seeds 2 --jobs 4 --out runs/table3_gpu
   torchrun --nproc_per_node 8 -m transformer train --preset base --corpus wmt14 --out runs/base
 
 Each command has --help.
@@ -147,7 +149,10 @@ def cmd_train(args):
     if trainer.dist.main:
         print(f"model: {trainer.model_cfg.extra.get('preset')} "
               f"{trainer.model.num_parameters():,} parameters, precision {trainer.precision}, "
-              f"device {trainer.device}, {trainer.accum} micro-batch(es) per update, "
+              f"device {trainer.device}"
+              + (f" ({trainer.dist.world} process(es), {trainer.dist.backend})"
+                 if trainer.dist.distributed else "")
+              + f", {trainer.accum} micro-batch(es) per update, "
               f"padding {trainer.train_iter.padding_fraction():.1%}"
               + (f"; resumed from {trainer.resumed_from}" if trainer.resumed_from else ""),
               flush=True)
@@ -251,6 +256,15 @@ def cmd_evaluate(args):
     print(format_score(result))
     print(f"{len(src)} sentences of {args.corpus}/{args.split} ({args.direction}), beam "
           f"{args.beam}, alpha {args.alpha}, {seconds:.1f} s")
+    if args.json:
+        from .provenance import provenance, write_record
+        write_record(args.json, {
+            "provenance": provenance(shlex.join(["python", "-m", "transformer", *args.argv]),
+                                     next(model.parameters()).device),
+            "checkpoint": str(args.checkpoint), "corpus": str(args.corpus), "split": args.split,
+            "direction": args.direction, "sentences": len(src), "beam": args.beam,
+            "alpha": args.alpha, "decode_seconds": round(seconds, 2),
+            **{k: v for k, v in result.items() if k != "n"}})
 
 
 def cmd_average(args):
@@ -288,8 +302,12 @@ def cmd_ablate(args):
     command = shlex.join(["python", "-m", "transformer", *args.argv])
     data = run_table(rows, args.out, updates=args.updates, seed=args.seed, command=command,
                      beam=args.beam, alpha=args.alpha, bleu_sentences=args.bleu_sentences,
-                     **settings)
-    print(f"{len(data['rows'])} results in {args.out}/results.json")
+                     budget=args.budget, base_seeds=args.base_seeds, jobs=args.jobs,
+                     time_budget_s=args.time_budget_min * 60, **settings)
+    missing = [f"{row.name}" for row in rows
+               if not any(r["row"] == row.name for r in data["rows"])]
+    print(f"{len(data['rows'])} results in {args.out}/results.json"
+          + (f"; not yet run: {', '.join(missing)}" if missing else ""))
 
 
 def cmd_demo(args):
@@ -342,6 +360,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="score the first N sentences only (0: all)")
     p.add_argument("--hypotheses", help="write the translations to this file "
                                         "(default: not written)")
+    p.add_argument("--json", help="write the scores, the settings and their provenance "
+                                  "to this JSON file (default: not written)")
     p = sub.add_parser("average", help="average checkpoints (section 6.1)",
                        formatter_class=HelpFormatter)
     p.add_argument("checkpoints", nargs="+", help="checkpoint files, or one checkpoints folder")
@@ -354,20 +374,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="the folder to write (required)")
     p.add_argument("--opset", type=_bounded(int, 14), default=17, help="ONNX opset version")
     from .ablation import GROUPS
-    p = sub.add_parser("ablate", help="Table 3 (section 6.2) at CPU scale: one row per "
-                       "changed setting", formatter_class=HelpFormatter,
+    p = sub.add_parser("ablate", help="Table 3 (section 6.2) at CPU or GPU scale: one row "
+                       "per changed setting", formatter_class=HelpFormatter,
                        description="Train the rows of transformer.ablation.ROWS with one "
-                       "update budget and seed, score each on the valid split and write "
+                       "update budget and seed (the base first, then the rows with a paper "
+                       "value, then the others), score each on the valid split and write "
                        "OUT/results.json. Running the same command again skips finished rows "
                        "and resumes the one that was running.")
     p.add_argument("--rows", default="all",
                    help=f"row names (e.g. A-h1,C-N2) or groups ({', '.join(GROUPS)}), comma-"
                         f"separated; the base row always runs")
-    p.add_argument("--updates", type=_bounded(int, 1), default=400,
-                   help="updates per row (the same for every row)")
+    from .ablation import BUDGETS
+    p.add_argument("--budget", default="cpu", choices=list(BUDGETS),
+                   help="the shared settings: cpu (chapter 11's table, 400 updates of 2,048 "
+                        "tokens), gpu (4,000 updates of 8,000 tokens), smoke (a rehearsal on "
+                        "a tiny model)")
+    p.add_argument("--updates", type=_bounded(int, 1), default=None,
+                   help="updates per row, the same for every row (default: the budget's: "
+                        + ", ".join(f"{k} {v.updates}" for k, v in BUDGETS.items()) + ")")
+    p.add_argument("--base-seeds", type=_bounded(int, 1), default=1,
+                   help="the base row runs first at this many seeds (--seed, --seed + 1, ...)")
+    p.add_argument("--jobs", type=_bounded(int, 1), default=1,
+                   help="rows trained at once, each in its own process (on a GPU a small "
+                        "model leaves it mostly idle)")
+    p.add_argument("--time-budget-min", type=_bounded(float, 0.0), default=0.0,
+                   help="start no row that would end after this many minutes (judged by "
+                        "the longest row so far); 0: no limit")
     p.add_argument("--out", default="runs/table3", help="the table's folder")
     p.add_argument("--seed", type=_bounded(int, 0), default=1,
-                   help="seed of every row run by this command (a second seed gives error bars)")
+                   help="seed of every row run by this command, the base's first (a second "
+                        "seed gives error bars)")
     p.add_argument("--corpus", default=None, help="corpus (default: multi30k-en-de)")
     p.add_argument("--data-root", default=None,
                    help="the data dir (default: as for train, $TRANSFORMER_DATA, else "

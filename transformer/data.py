@@ -6,6 +6,9 @@ A corpus split is two aligned line files, ``{split}.src(.gz)`` (English) and
     data_dir()/multi30k-en-de/{train,valid,test}.{src,tgt}.gz
     data_dir()/tatoeba-en-de/...
 
+Several corpora train together from one folder that :func:`concatenate_corpora` writes
+(their train and valid splits, never a test split).
+
 ``data_dir()`` is the ``TRANSFORMER_DATA`` environment variable, else ``../shared/data``
 beside this repository's checkout when that folder exists (the offline machines' layout),
 else ``~/.cache/transformer/data``. Every reader fails loudly: a line-count mismatch, an
@@ -176,6 +179,45 @@ def load_corpus(name: str | os.PathLike, split: str, direction: str = "en-de",
     corpus = read_parallel(src, tgt, name=f"{folder.name}/{split}")
     corpus.name = f"{folder.name}/{split} ({direction})"
     return corpus.swapped() if direction == "de-en" else corpus
+
+
+# --------------------------------------------------------------------------- combining
+def concatenate_corpora(names, folder: str | os.PathLike, splits=("train", "valid"),
+                        root: str | os.PathLike | None = None, limit: int = 0) -> Path:
+    """Write the ``splits`` of the corpora ``names``, one after another, into ``folder``
+    as ``{split}.src.gz`` and ``{split}.tgt.gz`` (English first, as every corpus folder).
+
+    A test split is refused: each corpus is scored on its own test split, and a combined
+    one would hide which sentences a score comes from. ``limit`` keeps the first ``limit``
+    pairs of each corpus's split (0: all; a rehearsal's small copy). The files are written
+    whole or not at all and byte for byte the same each time (no time stamp in the gzip
+    header), and ``_about.txt`` names the parts and their counts. Returns the folder.
+    """
+    if "test" in splits:
+        raise ValueError("concatenate_corpora writes train and valid splits only: score "
+                         "each corpus on its own test split")
+    if len(names) < 2:
+        raise ValueError(f"concatenate_corpora needs two corpora or more, got {list(names)}")
+    folder = Path(folder).expanduser()
+    folder.mkdir(parents=True, exist_ok=True)
+    about = [f"The {', '.join(splits)} splits of {' + '.join(map(str, names))}, one after "
+             f"another (transformer.data.concatenate_corpora); each part keeps its own "
+             f"licence and attribution (see its folder's notes)."]
+    for split in splits:
+        parts = [load_corpus(name, split, root=root) for name in names]
+        if limit:
+            parts = [ParallelCorpus(p.src[:limit], p.tgt[:limit], name=p.name) for p in parts]
+        about.append(f"{split}: " + " + ".join(f"{len(p):,} ({p.name})" for p in parts))
+        for side in ("src", "tgt"):
+            text = "".join(line + "\n" for p in parts for line in getattr(p, side))
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{split}.{side}.")
+            with os.fdopen(fd, "wb") as raw, \
+                    gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as out:
+                out.write(text.encode("utf-8"))
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, folder / f"{split}.{side}.gz")
+    (folder / "_about.txt").write_text("\n".join(about) + "\n", encoding="utf-8")
+    return folder
 
 
 # --------------------------------------------------------------------------- download

@@ -237,7 +237,7 @@ class Trainer:
         self.divergence = DivergenceWatch(self.model_cfg.tgt_vocab_size)
         self.loss_module = SequenceLoss(self.model, self.criterion)
         self.train_model = self.loss_module
-        if self.dist.world > 1:
+        if self.dist.distributed:        # under torchrun, also with one process
             self.train_model = torch.nn.parallel.DistributedDataParallel(
                 self.loss_module,
                 device_ids=[self.device.index] if self.device.type == "cuda" else None)
@@ -460,7 +460,7 @@ class Trainer:
         for i, batch in enumerate(micro_batches):                            # one sync an update
             batch = batch.to(self.device, non_blocking=True)
             last = i == len(micro_batches) - 1
-            ctx = model.no_sync() if self.dist.world > 1 and not last else contextlib.nullcontext()
+            ctx = model.no_sync() if self.dist.distributed and not last else contextlib.nullcontext()
             with ctx, autocast(self.device, self.precision):
                 loss = model(batch.src, batch.tgt_in, batch.tgt_out)
             scaled = loss * (self.dist.world / n_tokens_global)

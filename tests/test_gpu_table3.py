@@ -1,0 +1,27 @@
+"""benchmarks/gpu_table3.sh (issue 34: Table 3 at the GPU budget), rehearsed on the CPU:
+the smoke budget, the base at two seeds, a row of group A, two rows at once."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_gpu_table3_dry_run_on_the_cpu(shared_data, tmp_path):
+    out = tmp_path / "gpu_table3"
+    env = {**os.environ, "OUT": str(out), "PY": sys.executable,
+           "TRANSFORMER_DATA": str(shared_data), "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(["bash", "benchmarks/gpu_table3.sh", "--dry-run"], cwd=REPO,
+                            env=env, capture_output=True, text=True, timeout=300)
+    log = (out / "log.txt").read_text()
+    assert result.returncode == 0, log[-4000:]
+    assert "gpu_table3: ok" in log and "3 results in" in log
+    data = json.loads((out / "table3_gpu.json").read_text())
+    assert sorted((r["row"], r["seed"]) for r in data["rows"]) == [("A-h1", 1), ("base", 1),
+                                                                   ("base", 2)]
+    prov = data["provenance"]
+    assert prov["budget"] == "smoke" and prov["shared"]["updates"] == 3 and prov["jobs"] == 2
+    assert prov["shared"]["model"]["d_model"] == 32 and len(prov["spm_sha256"]) == 64
+    assert all(r["updates"] == 3 and r["dev_ppl"] > 1 for r in data["rows"])

@@ -1,0 +1,58 @@
+"""benchmarks/gpu_train.sh (issue 33: the base model, torchrun, the chapters on a GPU),
+rehearsed on the CPU, and benchmarks/gpu_train_record.py on what the rehearsal leaves."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_gpu_train_dry_run_on_the_cpu_and_its_record(shared_data, tmp_path):
+    if not (shared_data / "tatoeba-en-de").is_dir():
+        import pytest
+        pytest.skip(f"no tatoeba-en-de in {shared_data}")
+    out = tmp_path / "gpu_train"
+    env = {**os.environ, "OUT": str(out), "PY": sys.executable,
+           "TRANSFORMER_DATA": str(shared_data), "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(["bash", "benchmarks/gpu_train.sh", "--dry-run"], cwd=REPO, env=env,
+                            capture_output=True, text=True, timeout=600)
+    log = (out / "log.txt").read_text()
+    assert result.returncode == 0, log[-4000:]
+    assert "gpu_train: ok" in log
+    for name in ("corpus", "train", "score multi30k-en-de", "score tatoeba-en-de",
+                 "record train", "torchrun", "notebooks parse", "notebooks"):
+        assert f"{name}: exit 0" in log, name
+    # what comes back from the device: flat, at most 8 files
+    back = sorted(p.name for p in out.iterdir() if p.is_file())
+    assert back == ["log.txt", "metrics.jsonl", "notebooks.json", "rehearsal.ipynb",
+                    "torchrun.json", "train.json"]
+
+    train = json.loads((out / "train.json").read_text())
+    assert train["updates"] == 6 and train["settings"]["preset"] == "base"
+    assert train["settings"]["corpus"].endswith("multi30k+tatoeba-en-de")
+    assert set(train["scores"]) == {"multi30k-en-de", "tatoeba-en-de"}
+    assert all(s["beam"] == 4 and s["sentences"] == 5 and "chrf" in s
+               for s in train["scores"].values())
+    assert train["tokens_per_s"]["median"] > 0 and train["provenance"]["commit"]
+    assert "--preset base" in train["provenance"]["command"]
+    torchrun = json.loads((out / "torchrun.json").read_text())
+    assert torchrun["ok"] and torchrun["backend"] == "gloo", torchrun
+    assert 0 < torchrun["resumed_from"] < torchrun["killed_at_update"] < torchrun["finished_at"]
+    notebooks = json.loads((out / "notebooks.json").read_text())
+    assert notebooks["ok"] and notebooks["notebooks"][0]["cells_run"] == 2
+
+    record = tmp_path / "gpu_train.json"
+    done = subprocess.run([sys.executable, "benchmarks/gpu_train_record.py", str(out), "--out",
+                           str(record)], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert [line.split(":")[0] for line in done.stdout.splitlines()] == ["train", "torchrun",
+                                                                         "notebooks"]
+    data = json.loads(record.read_text())
+    assert data["train"]["scores"] == train["scores"] and data["torchrun"]["ok"]
+    # the second device call's folder updates the record and keeps the first call's part
+    (out / "train.json").unlink()
+    subprocess.run([sys.executable, "benchmarks/gpu_train_record.py", str(out), "--out",
+                    str(record)], cwd=REPO, check=True, capture_output=True, timeout=60)
+    assert json.loads(record.read_text())["train"] == data["train"]
