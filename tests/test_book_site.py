@@ -163,32 +163,44 @@ def test_slider_changes_figure(path, title_words, open_page, request, capsys):
     assert not opened.errors, opened.errors
 
 
-PHONE_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
-  .filter((gd) => gd.data.some((t) => t.type === 'heatmap')).map((gd) => {
+PHONE_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map((gd) => {
+    const fl = gd._fullLayout;
     const box = (sel) => Array.from(gd.querySelectorAll(sel), (e) => {
       const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; })
       .filter((b) => b[2] > b[0] && b[3] > b[1]);
-    return {title: gd._fullLayout.title.text, heatmap: gd._fullLayout._size.w,
-            titles: box('.gtitle, .gtitle-subtitle'), controls: box('.updatemenu-header-group, .slider-container')};
+    const panels = (fl._subplots.xaxis || []).map((id) => fl['xaxis' + id.slice(1)])
+      .filter((a) => a && a.visible !== false).map((a) => a._length);
+    const text = (t) => (t && typeof t === 'object') ? (t.text || '') : (t || '');
+    return {title: text(fl.title), panels, titles: box('.gtitle, .gtitle-subtitle'),
+            controls: box('.updatemenu-header-group, .slider-container, .colorbar, .legend')};
   })"""
+PHONE = (390, 844)
 
 
 def _overlap(a, b) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
-@pytest.mark.parametrize("path", sorted({p for p, _ in SLIDER_FIGURES}))
-def test_heatmap_figures_fit_a_phone(path, open_page, request, capsys):
-    """At 390 px (a phone), every heatmap is at least 300 px wide (the figure scrolls
-    sideways) and no menu or slider covers a title."""
-    opened = open_page(path, viewport=(390, 844))
+@pytest.mark.parametrize("path", [p for p in PAGES if Path(p).name[:2].isdigit()])
+def test_figures_fit_a_phone(path, open_page, request, capsys):
+    """At 390x844 (a phone) every figure's plotting area is at least 280 px wide (legends
+    and colour bars below it, panels stacked: book/_ext/static/phone_layout.js), every
+    menu, slider, colour bar and legend lies inside the screen's width, none covers a
+    title, and the page does not scroll sideways."""
+    opened = open_page(path, viewport=PHONE)
     screenshot(opened.page, request, capsys, f"{Path(path).stem}-phone")
     found = opened.page.evaluate(PHONE_JS)
-    assert found, f"{path}: no heatmap figure"
+    assert found, f"{path}: no figure"
     for fig in found:
-        assert fig["heatmap"] >= 300, fig
+        where = f"{path}: {fig['title'][:60]!r}"
+        assert all(w >= 280 for w in fig["panels"]), f"{where}: plotting area {fig['panels']} px"
+        outside = [c for c in fig["controls"] if c[0] < -0.5 or c[2] > PHONE[0] + 0.5]
+        assert not outside, f"{where}: controls outside the screen: {outside}"
         covered = [(c, t) for c in fig["controls"] for t in fig["titles"] if _overlap(c, t)]
-        assert not covered, (fig["title"], covered)
+        assert not covered, (where, covered)
+    width = opened.page.evaluate("() => document.documentElement.scrollWidth")
+    assert width <= PHONE[0], f"{path} scrolls sideways ({width} px wide)"
+    assert not opened.errors, opened.errors
 
 
 def test_install_cells_use_the_configured_repository():

@@ -4,6 +4,9 @@
   and loaded with ``defer`` on every page with a figure, so that the text paints first;
   each figure's inline script waits for ``DOMContentLoaded`` (see
   :func:`transformer_book.viz.setup_plotly`, which leaves plotly.js out of each figure).
+* ``static/phone_layout.js``, deferred after plotly.js: each figure is drawn through its
+  ``bookNewPlot``, which fits the layout to a phone's width (legends and colour bars
+  below the plot, panels stacked, titles wrapped, controls on screen).
 * MathJax 3: the es5 build from the npm registry's ``mathjax`` package. It is fetched
   once with ``npm pack mathjax@<version>`` into ``.cache/mathjax/`` (git-ignored) unless
   ``MATHJAX_DIR`` names an unpacked ``es5`` folder, then the files the page needs
@@ -60,6 +63,7 @@ def _stage(app, config) -> None:
     shutil.rmtree(stage, ignore_errors=True)
     stage.mkdir(parents=True)
     shutil.copy2(_plotly_js(), stage / "plotly.min.js")
+    shutil.copy2(Path(__file__).parent / "static" / "phone_layout.js", stage / "phone_layout.js")
     (stage / "book.css").write_text(BOOK_CSS)
     es5 = _mathjax_es5(Path(app.srcdir))
     if es5 is None:
@@ -79,12 +83,7 @@ def _stage(app, config) -> None:
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 # Chapter cells and the package's source run to 100 columns: fit them without scrolling.
-# On a phone, heatmap figures (transformer_book.viz.phone_width) keep 640 px and scroll.
 BOOK_CSS = """div.cell div.cell_input pre, div.highlight-python pre { font-size: 0.78em; }
-@media (max-width: 700px) {
-  .book-figure-wide { overflow-x: auto; }
-  .book-figure-wide .plotly-graph-div { min-width: 640px; }
-}
 """
 
 
@@ -112,6 +111,8 @@ def _page_scripts(app, pagename, templatename, context, doctree) -> None:
         # Deferred: the page's text paints first; the figures' inline scripts wait for
         # DOMContentLoaded (transformer_book.viz.after_page_load), which comes after it.
         app.add_js_file("plotly.min.js", priority=100, defer="defer")
+        # bookNewPlot: each figure's layout fitted to a phone's width (static/phone_layout.js)
+        app.add_js_file("phone_layout.js", priority=101, defer="defer")
     scripts = context.get("script_files")
     if scripts:
         seen, unique = set(), []

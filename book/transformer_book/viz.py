@@ -48,33 +48,25 @@ def _default_renderer() -> str | None:
 
 
 def after_page_load(html: str) -> str:
-    """Run a figure's drawing script once the page has loaded (``DOMContentLoaded``).
+    """Draw a figure once the page has loaded (``DOMContentLoaded``), through the book's
+    ``bookNewPlot`` where the page has it.
 
     The book loads plotly.js with ``defer`` (book/_ext/plotly_static.py), so that the text
     paints before 4.8 MB of script is parsed; deferred scripts run before
-    ``DOMContentLoaded``, so ``Plotly`` exists when the figures are drawn.
+    ``DOMContentLoaded``, so ``Plotly`` exists when the figures are drawn. The site's
+    ``phone_layout.js`` (deferred too) defines ``bookNewPlot``, which fits the layout to a
+    phone's width before plotly draws it; elsewhere ``Plotly.newPlot`` draws it as written.
     """
     import re
 
     def wait(match):
         start, body, end = match.groups()
         if "Plotly.newPlot" in body:
+            body = body.replace("Plotly.newPlot(", "(window.bookNewPlot || Plotly.newPlot)(")
             body = f'document.addEventListener("DOMContentLoaded", function () {{{body}}});'
         return start + body + end
 
     return re.sub(r"(<script[^>]*>)(.*?)(</script>)", wait, html, flags=re.DOTALL)
-
-
-WIDE_MIN_PX = 640   # a heatmap figure's width on a phone: the figure scrolls sideways
-
-
-def phone_width(html: str, fig_dict: dict) -> str:
-    """Wrap a figure that holds a heatmap in ``<div class="book-figure-wide">``: on a
-    narrow screen (a phone) book.css keeps it ``WIDE_MIN_PX`` wide and lets it scroll
-    sideways, so the map stays at least 300 px wide and the menu clear of the titles."""
-    if not any(t.get("type") == "heatmap" for t in fig_dict.get("data", [])):
-        return html
-    return f'<div class="book-figure-wide">{html}</div>'
 
 
 def setup_plotly() -> str:
@@ -97,7 +89,7 @@ def setup_plotly() -> str:
             html = pio.to_html(
                 fig_dict, include_plotlyjs=False, include_mathjax=False, full_html=False,
                 auto_play=False, validate=False, config={"responsive": True, "displaylogo": False})
-            bundle["text/html"] = phone_width(after_page_load(html), fig_dict)
+            bundle["text/html"] = after_page_load(html)
             return bundle
 
     pio.renderers[RENDERER] = BookHtmlRenderer()

@@ -1,0 +1,193 @@
+/* The book's figures on a narrow screen (a phone): every figure is drawn through
+ * bookNewPlot (transformer_book.viz.setup_plotly writes the call), which on a container
+ * narrower than PHONE_PX adapts the figure's layout before plotly draws it:
+ *   - margins shrink to what the axis labels need (automargin);
+ *   - a legend goes below the plot, horizontal, so that it takes no width;
+ *   - panels side by side (subplots in columns) are stacked, each the full width;
+ *   - a colour bar goes below the plot, horizontal;
+ *   - menus and sliders are kept inside the figure's width.
+ * On a wider screen the layout is drawn as written. */
+(function () {
+  "use strict";
+  var PHONE_PX = 600;
+  var num = function (v, d) { return typeof v === "number" ? v : d; };
+
+  function axisNames(layout, letter, data) {
+    var names = {};
+    Object.keys(layout).forEach(function (k) {
+      if (new RegExp("^" + letter + "axis\\d*$").test(k)) names[k] = true;
+    });
+    (data || []).forEach(function (t) {
+      var ref = t[letter + "axis"] || letter;
+      names[letter + "axis" + ref.slice(1)] = true;
+    });
+    return Object.keys(names);
+  }
+
+  /* Stack panels that sit side by side: each x axis spans the width, and the panels'
+   * y domains are laid out top to bottom in reading order (row, then column). */
+  function stackPanels(data, layout) {
+    var xs = axisNames(layout, "x", data);
+    var panels = [];
+    xs.forEach(function (xname) {
+      var xa = layout[xname] || {};
+      if (xa.overlaying || xa.visible === false) return;
+      var yname = "yaxis" + (xa.anchor && xa.anchor !== "free" ? xa.anchor.slice(1) : xname.slice(5));
+      var ya = layout[yname] || {};
+      var xd = xa.domain || [0, 1], yd = ya.domain || [0, 1];
+      panels.push({x: xname, y: yname, xd: xd, yd: yd});
+    });
+    var columns = {};
+    panels.forEach(function (p) { columns[p.xd[0].toFixed(3)] = true; });
+    if (Object.keys(columns).length < 2) return 1;
+    panels.sort(function (a, b) { return (b.yd[1] - a.yd[1]) || (a.xd[0] - b.xd[0]); });
+    var n = panels.length, gap = 0.14 / n * 2, old = panels.map(function (p) {
+      return {xc: (p.xd[0] + p.xd[1]) / 2, top: p.yd[1]};
+    });
+    panels.forEach(function (p, i) {
+      var top = 1 - i / n, bottom = 1 - (i + 1) / n + (i < n - 1 ? gap : 0);
+      layout[p.x] = Object.assign({}, layout[p.x], {domain: [0, 1]});
+      layout[p.y] = Object.assign({}, layout[p.y], {domain: [bottom, top - (i ? gap / 3 : 0)]});
+      p.top = top - (i ? gap / 3 : 0);
+    });
+    (layout.annotations || []).forEach(function (a) {     // subplot titles follow their panel
+      if (a.xref !== "paper" || a.yref !== "paper") return;
+      old.forEach(function (o, i) {
+        if (Math.abs(a.x - o.xc) < 0.02 && Math.abs(a.y - o.top) < 0.05) {
+          a.x = 0.5; a.y = panels[i].top;
+        }
+      });
+    });
+    return n;
+  }
+
+  /* A title wider than the screen is broken into lines at spaces (plotly does not wrap). */
+  function wrap(text, chars) {
+    if (typeof text !== "string" || text.length <= chars || text.indexOf("<br") >= 0) return text;
+    var lines = [""];
+    text.split(" ").forEach(function (word) {
+      var last = lines[lines.length - 1];
+      if (last && (last + " " + word).length > chars) lines.push(word);
+      else lines[lines.length - 1] = last ? last + " " + word : word;
+    });
+    return lines.join("<br>");
+  }
+
+  function wrapTitles(layout, width) {       // the title, and the titles controls set
+    var title = typeof layout.title === "string" ? {text: layout.title} : layout.title;
+    if (!title || !title.text) return 0;
+    var chars = Math.floor((width - 24) / (num((title.font || {}).size, 17) * 0.55));
+    var lines = 1, count = function (t) {
+      lines = Math.max(lines, (t.match(/<br>/g) || []).length + 1); return t;
+    };
+    layout.title = Object.assign({}, title, {text: count(wrap(title.text, chars))});
+    var controls = (layout.sliders || []).map(function (c) { return c.steps || []; })
+      .concat((layout.updatemenus || []).map(function (m) { return m.buttons || []; }));
+    controls.forEach(function (steps) {
+      steps.forEach(function (step) {
+        (step.args || []).forEach(function (arg) {
+          if (arg && typeof arg["title.text"] === "string") {
+            arg["title.text"] = count(wrap(arg["title.text"], chars));
+          }
+        });
+      });
+    });
+    return lines - 1;
+  }
+
+  function phoneLayout(data, layout, width) {
+    layout = JSON.parse(JSON.stringify(layout || {}));
+    var margin = layout.margin || {};
+    layout.margin = Object.assign({}, margin, {l: Math.min(num(margin.l, 80), 4),
+                                               r: Math.min(num(margin.r, 80), 8)});
+    var map = data.some(function (t) { return /heatmap|contour|histogram2d/.test(t.type || ""); });
+    ["x", "y"].forEach(function (letter) {
+      axisNames(layout, letter, data).forEach(function (name) {
+        layout[name] = Object.assign({automargin: true}, layout[name]);
+        if (map) {            // a map's token labels: small, so that the map keeps the width
+          var font = layout[name].tickfont || {};
+          layout[name].tickfont = Object.assign({}, font, {size: Math.min(num(font.size, 12), 9)});
+          var title = typeof layout[name].title === "string" ? {text: layout[name].title}
+                                                              : layout[name].title;
+          if (title) {
+            layout[name].title = Object.assign({}, title, {standoff: 4, font:
+              Object.assign({}, title.font, {size: Math.min(num((title.font || {}).size, 14), 12)})});
+          }
+        }
+      });
+    });
+    var panels = stackPanels(data, layout);
+    var height = num(layout.height, 450);
+    if (panels > 1) height = Math.round(height * (0.35 + 0.65 * panels));
+    var bottom = 0;                                        // px added below the plot
+    var shown = data.filter(function (t) { return t.showlegend !== false && t.name; });
+    if (layout.showlegend !== false && (shown.length > 1 || layout.showlegend === true)) {
+      layout.legend = Object.assign({}, layout.legend, {orientation: "h", x: 0, xanchor: "left",
+        xref: "container", y: 0, yanchor: "bottom", yref: "container"});
+      var perRow = Math.max(1, Math.floor(width / 150));
+      bottom += 24 * Math.ceil(shown.length / perRow) + 8;
+    }
+    data.forEach(function (t) {
+      if (!/heatmap|contour|histogram2d/.test(t.type || "") || t.showscale === false) return;
+      var cb = t.colorbar || {};
+      var title = typeof cb.title === "string" ? {text: cb.title} : Object.assign({}, cb.title);
+      // the bar at the figure's foot, its title at its right (plotly 4.1 draws a "top"
+      // title of a horizontal bar over the bar)
+      t.colorbar = Object.assign({}, cb, {orientation: "h", x: 0.02, xanchor: "left",
+        xref: "container", len: Math.round(width * 0.5), lenmode: "pixels", thickness: 10, y: 0.01,
+        yanchor: "bottom", yref: "container", title: Object.assign(title, {side: "right"})});
+      bottom = Math.max(bottom, 64);
+    });
+    (layout.sliders || []).forEach(function (s) {    // the end labels stay on screen
+      var steps = s.steps || [], chars = function (step) {
+        return String((step || {}).label || "").length;
+      };
+      var widest = Math.max.apply(null, steps.map(chars).concat([1]));
+      s.x = 0; s.len = 1; s.xanchor = "left";
+      if (steps.length * widest * 6.5 > width) {
+        // Too many labels to read side by side: the current value above the slider names
+        // the step; the tick labels are hidden (font size 1, transparent).
+        s.currentvalue = Object.assign({}, s.currentvalue,
+          {font: Object.assign({size: 13, color: "#444"}, (s.currentvalue || {}).font)});
+        s.font = {size: 1, color: "rgba(0,0,0,0)"};
+        s.pad = Object.assign({}, s.pad, {l: 8, r: 8, t: num((s.pad || {}).t, 20)});
+      } else {
+        var half = function (step) { return Math.min(width * 0.3, Math.max(4, chars(step) * 3.5)); };
+        s.pad = Object.assign({}, s.pad, {l: half(steps[0]), r: half(steps[steps.length - 1]),
+                                          t: num((s.pad || {}).t, 20)});
+      }
+    });
+    var top = 22 * wrapTitles(layout, width);             // px added above the plot
+    (layout.updatemenus || []).forEach(function (m) {
+      if (typeof m.x === "number" && m.x > 0.6) { m.x = 1; m.xanchor = "right"; }
+      if (typeof m.x === "number" && m.x < 0) { m.x = 0; m.xanchor = "left"; }
+      // A menu above the plot would cover the title's second line: room for both.
+      if (num(m.y, 1) >= 1 && m.yanchor === "bottom") top += 40;
+    });
+    if (top) {
+      layout.margin.t = num(margin.t, 100) + top;
+      height += top;
+    }
+    if (bottom) {
+      layout.margin.b = num(margin.b, 80) + bottom;
+      height += bottom;
+    }
+    layout.height = height;
+    return layout;
+  }
+
+  window.bookPhoneLayout = phoneLayout;
+  window.bookNewPlot = function (id, data, layout, config) {
+    var gd = typeof id === "string" ? document.getElementById(id) : id;
+    var width = (gd && gd.parentElement && gd.parentElement.getBoundingClientRect().width) ||
+                window.innerWidth;
+    if (width < PHONE_PX) {
+      layout = phoneLayout(data, layout, width);
+      // plotly.io.to_html sized the figure's wrapper for the desktop layout's height
+      if (gd && gd.parentElement && gd.parentElement.style.height) {
+        gd.parentElement.style.height = layout.height + "px";
+      }
+    }
+    return window.Plotly.newPlot(id, data, layout, config);
+  };
+})();
