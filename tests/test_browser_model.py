@@ -150,6 +150,8 @@ def test_bad_input_gets_a_message(loaded, exported):
     page.fill("input.lt-input", "A dog runs.")
     page.click("button.lt-go")
     page.wait_for_function("() => !document.querySelector('.lt-error')")
+    message = page.text_content(".lt-status")               # the old error is gone too
+    assert "positional table" not in message and "model ready" in message, message
 
 
 def test_a_browser_without_webassembly_is_told_so(open_page):
@@ -170,9 +172,16 @@ def test_the_live_explorer_fits_a_phone(new_page, exported):
         box = page.evaluate("""() => { const gd = document.querySelector('.lt-plot');
             const t = gd.querySelector('.gtitle').getBoundingClientRect();
             const c = document.querySelector('.lt-controls').getBoundingClientRect();
-            return {heatmap: gd._fullLayout._size.w, title_top: t.top, controls_bottom: c.bottom};
+            return {heatmap: gd._fullLayout._size.w, title_top: t.top, controls_bottom: c.bottom,
+                    labels: [gd.layout.xaxis.ticktext.length, gd.layout.yaxis.ticktext.length],
+                    tokens: [gd.data[0].x.length, gd.data[0].y.length],
+                    outside: Array.from(gd.querySelectorAll('.colorbar, .gtitle'), (e) => {
+                      const b = e.getBoundingClientRect(); return [b.left, b.right]; })
+                      .filter((b) => b[0] < -0.5 || b[1] > 390.5)};
         }""")
-        assert box["heatmap"] >= 300, box
+        assert box["heatmap"] >= 280, box              # book/_ext/static/phone_layout.js
+        assert box["labels"] == box["tokens"], box       # every token labelled
+        assert not box["outside"], box
         assert box["controls_bottom"] <= box["title_top"], box
         assert not opened.errors, opened.errors
     finally:

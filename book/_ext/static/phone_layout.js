@@ -98,9 +98,10 @@
   function phoneLayout(data, layout, width) {
     layout = JSON.parse(JSON.stringify(layout || {}));
     var margin = layout.margin || {};
-    layout.margin = Object.assign({}, margin, {l: Math.min(num(margin.l, 80), 4),
-                                               r: Math.min(num(margin.r, 80), 8)});
     var map = data.some(function (t) { return /heatmap|contour|histogram2d/.test(t.type || ""); });
+    // margins as thin as the labels allow (automargin widens them where labels need it)
+    layout.margin = Object.assign({}, margin, {l: Math.min(num(margin.l, 80), map ? 0 : 4),
+                                               r: Math.min(num(margin.r, 80), map ? 2 : 8)});
     ["x", "y"].forEach(function (letter) {
       axisNames(layout, letter, data).forEach(function (name) {
         layout[name] = Object.assign({automargin: true}, layout[name]);

@@ -356,7 +356,7 @@
       this.slider.addEventListener("input", () => this.draw());
       let narrow = null;                       // redraw when the layout changes (a phone turned)
       window.addEventListener("resize", () => {
-        if ((this.root.clientWidth < 560) !== narrow) { narrow = this.root.clientWidth < 560; this.draw(); }
+        if ((this.root.clientWidth < 600) !== narrow) { narrow = this.root.clientWidth < 600; this.draw(); }
       });
       this.describe();
     }
@@ -391,15 +391,17 @@
       this.bar.hidden = true;
       this.button.hidden = true;
       const c = this.model.cfg;
-      this.status.textContent = `model ready (${mib(this.model.bytes)}; ${c.n_encoder_layers}+` +
+      this.ready = `model ready (${mib(this.model.bytes)}; ${c.n_encoder_layers}+` +
         `${c.n_decoder_layers} layers, ${c.n_heads} heads, d_model ${c.d_model}, running ` +
         `in WebAssembly on one thread). Type an English sentence:`;
+      this.status.textContent = this.ready;
       this.form.hidden = false;
       this.input.focus();
     }
 
     async run() {
-      this.status.classList.remove("lt-error");
+      this.status.classList.remove("lt-error");      // an earlier error no longer stands
+      this.status.textContent = this.ready;
       this.go.disabled = true;
       this.output.textContent = "translating...";
       try {
@@ -440,21 +442,25 @@
       const ys = labels(ex[qSide]), xs = labels(ex[kSide]);
       const z = layer < stack.length ? stack[layer][head] : ys.map(() => xs.map(() => NaN));
       this.sliderLabel.textContent = `layer ${layer + 1}, head ${head + 1}`;
-      const narrow = this.root.clientWidth < 560;
       const trace = {type: "heatmap", z, x: xs, y: ys, zmin: 0, zmax: 1, colorscale: "Viridis",
-                     colorbar: narrow ? {title: {text: "attention weight", side: "top"},
-                                         orientation: "h", y: -0.25, thickness: 12}
-                                      : {title: {text: "attention weight"}},
+                     colorbar: {title: {text: "attention weight"}},
                      hovertemplate: "query %{y}<br>key %{x}<br>weight %{z:.3f}<extra></extra>"};
-      const layout = {
-        title: {text: `Your sentence: ${name},${narrow ? "<br>" : " "}layer ${layer + 1}, ` +
-                      `head ${head + 1}`, font: {size: narrow ? 13 : 16}},
-        xaxis: {title: {text: `key: ${kSide} token (attended to)`}, tickangle: -45,
-                type: "category", automargin: true, tickfont: {size: narrow ? 9 : 11}},
+      let layout = {
+        title: {text: `Your sentence: ${name}, layer ${layer + 1}, head ${head + 1}`,
+                font: {size: 16}},
+        // every token labelled (plotly would skip every second one on a long sentence);
+        // the map grows with the sentence so that the labels stay apart
+        xaxis: {title: {text: `key: ${kSide} token (attended to)`}, tickangle: -60,
+                type: "category", automargin: true, tickfont: {size: 11},
+                tickmode: "array", tickvals: xs, ticktext: xs},
         yaxis: {title: {text: `query: ${qSide} token (attending)`}, autorange: "reversed",
-                type: "category", automargin: true, tickfont: {size: narrow ? 9 : 11}},
-        height: narrow ? 600 : 620, margin: {t: narrow ? 70 : 60, l: 10, r: 10, b: 10},
+                type: "category", automargin: true, tickfont: {size: 11},
+                tickmode: "array", tickvals: ys, ticktext: ys},
+        height: Math.max(620, 260 + 13 * ys.length), margin: {t: 60, l: 10, r: 10, b: 10},
       };
+      // on a phone, the book's figures' layout (phone_layout.js): colour bar below, etc.
+      const width = this.plot.clientWidth || this.root.clientWidth;
+      if (width < 600 && window.bookPhoneLayout) layout = window.bookPhoneLayout([trace], layout, width);
       window.Plotly.react(this.plot, [trace], layout, {responsive: true, displaylogo: false});
     }
   }
