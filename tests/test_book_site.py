@@ -228,3 +228,10 @@ def test_chapters_take_the_configured_cell_timeout():
     for nb_path in sorted((REPO / "book").glob("[0-9][0-9]_*.ipynb")):
         nb = json.loads(nb_path.read_text())
         assert "execution_timeout" not in nb["metadata"].get("mystnb", {}), nb_path.name
+
+
+def test_the_redirect_page_has_the_books_icon(site_dir):
+    """The root index.html (a redirect) names the icon, so browsers ask for no /favicon.ico."""
+    text = (site_dir / "index.html").read_text()
+    icon = re.search(r'<link rel="icon" href="([^"]+)"', text)
+    assert icon and (site_dir / icon.group(1)).is_file(), text

@@ -126,8 +126,24 @@ def _page_scripts(app, pagename, templatename, context, doctree) -> None:
         scripts[:] = unique
 
 
+def _redirect_icon(app, exception) -> None:
+    """The root ``index.html`` that Jupyter Book writes is a bare redirect: browsers then ask
+    for ``/favicon.ico``, which the site does not have. Give it the book's icon."""
+    index = Path(app.outdir) / "index.html"
+    icon = Path(app.outdir) / "_static" / Path(app.config.html_favicon or "").name
+    if exception is not None or not index.is_file() or not app.config.html_favicon \
+            or not icon.is_file():
+        return
+    text = index.read_text(encoding="utf-8")
+    if text.lstrip().startswith("<meta") and 'rel="icon"' not in text:
+        index.write_text(f'<!DOCTYPE html>\n<html><head>{text.strip()}\n'
+                         f'<link rel="icon" href="_static/{icon.name}" />\n</head></html>\n',
+                         encoding="utf-8")
+
+
 def setup(app):
     _quiet_plotly_mime()
+    app.connect("build-finished", _redirect_icon)
     app.connect("config-inited", _stage, priority=900)
     app.connect("html-page-context", _page_scripts, priority=900)
     app.add_css_file("book.css")
