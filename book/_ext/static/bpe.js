@@ -6,7 +6,7 @@
  * ends), mark word starts with U+2581 and a leading one (add_dummy_prefix), split into
  * characters, then merge, again and again, the adjacent pair whose concatenation is the
  * vocabulary piece with the highest score (the earliest learnt merge), leftmost first on
- * ties. A character outside the vocabulary becomes <unk>.
+ * ties. A character outside the vocabulary becomes <unk>, and a run of them one <unk>.
  */
 (function (root) {
   "use strict";
@@ -48,7 +48,15 @@
         if (best < 0) break;
         symbols.splice(best, 2, symbols[best] + symbols[best + 1]);
       }
-      return symbols;
+      // SentencePiece merges a run of unknown pieces into one (PopulateSentencePieceText):
+      // "🙂🙂🙂" is one <unk>, not three
+      const merged = [];
+      for (const s of symbols) {
+        const last = merged.length - 1;
+        if (last >= 0 && !this.index.has(s) && !this.index.has(merged[last])) merged[last] += s;
+        else merged.push(s);
+      }
+      return merged;
     }
 
     /** Token ids of text, without BOS or EOS. */
