@@ -203,3 +203,19 @@ def test_the_model_stays_in_the_browsers_cache(loaded):
     assert not page.query_selector(".lt-error"), page.text_content(".lt-status")
     again = [u for u in loaded.requests[before:] if u.endswith(MODEL_FILES)]
     assert not again, f"downloaded again: {again}"
+
+
+def test_the_page_doubts_as_the_package_does(loaded, exported):
+    """The page's rule for "the model is unsure" is transformer.decoding.doubt's, and a
+    sentence of unknown characters gets the note under its translation."""
+    from transformer.decoding import doubt
+    model, _, _ = exported
+    unk = model.cfg.unk_id
+    cases = [([900, unk], "Ein Hund."), ([900, 5, 6, unk], "Ein Hund läuft."),
+             ([5, 6], "Ein Hund, der Hund Hund Hund Hund."), ([5], "über den Kreis über den Kreis."),
+             ([5], "Ein Ca-Koll P P P"), ([5], "Nein, nein."), ([], ""), ([5], "a b a b a b")]
+    got = loaded.page.evaluate("([cases, unk]) => cases.map(([ids, text]) => "
+                               "window.translationDoubt(ids, unk, text))", [cases, unk])
+    assert got == [doubt(ids, unk, text) for ids, text in cases]
+    type_and_translate(loaded.page, "🙂🙂 日本語 🍕")
+    assert "most of the input is unknown" in loaded.page.text_content(".lt-unsure")

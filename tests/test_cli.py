@@ -605,3 +605,15 @@ def test_both_console_entry_points_are_one(tmp_path):
                                 capture_output=True, text=True, timeout=120)
         assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
         assert result.stderr.splitlines() == [f"error: checkpoint not found: {args[1]}"]
+
+
+def test_translate_says_when_the_model_is_unsure(capsys, toy_runs, tmp_path):
+    """Input mostly of unknown characters: the line is translated (alignment kept) and
+    stderr says, naming the line, that the model is unsure."""
+    source, target = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("the dog runs.\n🙂🙂 日本語 🍕\n", encoding="utf-8")
+    code, _, err = run_cli(capsys, ["translate", toy_runs["a"] / "average.pt", "--beam", 1,
+                                    "--max-extra", 5, "--input", source, "--output", target])
+    assert code == 0, err
+    assert len(target.read_text(encoding="utf-8").splitlines()) == 2
+    assert "line 2: the model is unsure: most of the input is unknown" in err

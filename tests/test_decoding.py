@@ -356,3 +356,16 @@ def test_beam_search_chooses_per_the_length_penalty_for_every_alpha():
             assert beam_search(model, src, beam_size=32, alpha=alpha, max_extra=max_extra,
                                stopping="bound") == [best[alpha]], (seed, alpha)
     assert cases >= 10
+
+
+def test_doubt_names_unknown_input_and_loops_and_passes_sound_sentences():
+    from transformer.decoding import doubt
+    unk = 3
+    assert "unknown" in doubt([900, unk], unk, "Ein Hund.")              # half unknown
+    assert doubt([900, 5, 6, unk], unk, "Ein Hund läuft.") is None         # a quarter
+    assert "Hund" in doubt([5, 6], unk, "Ein Hund, der Hund Hund Hund Hund.")
+    assert "über den Kreis" in doubt([5, 6], unk, "Die Wette über den Kreis über den Kreis.")
+    assert "P" in doubt([5, 6], unk, "Ein Ca-Koll P P P")
+    for sound in ("Ein kleiner Junge in einer roten Jacke klettert eine Felswand hinauf.",
+                  "Ein Mann und eine Frau und ein Kind gehen.", "", "Nein, nein."):
+        assert doubt([5, 6], unk, sound) is None, sound

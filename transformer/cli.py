@@ -216,7 +216,7 @@ def read_sentences(path: str | None) -> list[str]:
 def cmd_translate(args):
     """``translate``: decode each input line with beam search (section 6.1), writing each
     translation as soon as it and the ones before it are done (a blank line stays blank)."""
-    from .decoding import translations
+    from .decoding import doubt, translations
     model, tokenizer = _load(args)
     written = 0
     # opened before reading and decoding: a path that cannot be written fails at once
@@ -229,6 +229,9 @@ def cmd_translate(args):
                                      device=next(model.parameters()).device):
                 sink.write(line + "\n")
                 sink.flush()
+                reason = doubt(tokenizer.encode(lines[written]), model.cfg.unk_id, line)
+                if reason:                 # on stderr: the output keeps one line per input
+                    print(f"line {written + 1}: the model is unsure: {reason}", file=sys.stderr)
                 written += 1
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted: the first {written} of {len(lines)} translations "

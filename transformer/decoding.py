@@ -413,3 +413,30 @@ def _translate(model, tokenizer, sentences, beam_size, alpha, batch_size, max_to
             outputs[i] = h
         start = end
     return list(tokenizer.decode_batch(outputs))
+
+
+def doubt(source_ids: Sequence[int], unk_id: int, translation: str) -> str | None:
+    """Why a translation should not be trusted, or None.
+
+    Two signs the model is out of its depth, which the in-page translator
+    (book/_ext/static/translator.js, ``doubt``) checks the same way:
+
+    * most of the input is unknown to it: at least half of the source pieces are ``<unk>``
+      (emoji, another script);
+    * the translation loops: a run of words repeats back to back, a word or a pair of words
+      three times ("Hund Hund Hund"), three or more words twice ("über den Kreis über den
+      Kreis"). Sound sentences of the book's corpora do not repeat a word thrice in a row.
+    """
+    if source_ids:
+        unknown = sum(1 for i in source_ids if i == unk_id)
+        if 2 * unknown >= len(source_ids):
+            return f"most of the input is unknown to the model ({unknown} of " \
+                   f"{len(source_ids)} pieces)"
+    words = [w.strip(".,;:!?\"'«»„“”") for w in translation.split()]
+    for n in range(1, len(words) // 2 + 1):
+        times = 3 if n <= 2 else 2
+        for start in range(len(words) - n * times + 1):
+            gram = words[start:start + n]
+            if all(words[start + k * n:start + (k + 1) * n] == gram for k in range(1, times)):
+                return f"the translation repeats \"{' '.join(gram)}\" (a loop)"
+    return None

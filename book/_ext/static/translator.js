@@ -78,6 +78,30 @@
     return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
   }
 
+  /* Why a translation should not be trusted, or null: transformer.decoding.doubt, the same
+     rule (half the source pieces unknown; a word or pair repeated three times back to
+     back, three or more words twice). */
+  function doubt(sourceIds, unk, text) {
+    const unknown = sourceIds.filter((i) => i === unk).length;
+    if (sourceIds.length && 2 * unknown >= sourceIds.length) {
+      return `most of the input is unknown to the model (${unknown} of ${sourceIds.length} pieces)`;
+    }
+    const words = text.split(/\s+/).filter((w) => w)
+      .map((w) => w.replace(/^[.,;:!?"'«»„“”]+|[.,;:!?"'«»„“”]+$/g, ""));
+    for (let n = 1; n <= Math.floor(words.length / 2); n++) {
+      const times = n <= 2 ? 3 : 2;
+      for (let start = 0; start + n * times <= words.length; start++) {
+        const gram = words.slice(start, start + n).join(" ");
+        let loop = true;
+        for (let k = 1; k < times && loop; k++) {
+          loop = words.slice(start + k * n, start + (k + 1) * n).join(" ") === gram;
+        }
+        if (loop) return `the translation repeats "${gram}" (a loop)`;
+      }
+    }
+    return null;
+  }
+
   function lengthPenalty(length, alpha) {
     return Math.pow((5 + length) / 6, alpha);
   }
@@ -414,6 +438,8 @@
                       el("span", {class: "lt-time"}, ` (${Math.round(r[name].ms)} ms)`));
           this.output.append(line);
         }
+        const reason = doubt(r.source.slice(0, -1), this.model.ids.unk, r.beam.text);
+        if (reason) this.output.append(el("p", {class: "lt-unsure"}, `The model is unsure: ${reason}.`));
         this.maps = {};
         for (const name of ["beam", "greedy"]) {
           this.maps[name] = await this.model.attention(r.source, r[name].ids);
@@ -466,6 +492,7 @@
   }
 
   window.BrowserModel = BrowserModel;
+  window.translationDoubt = doubt;
   window.TranslatorWidget = TranslatorWidget;
   function start() {
     const root = document.getElementById("live-translator");
