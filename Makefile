@@ -14,8 +14,10 @@ export PYTHONUNBUFFERED = 1
 # thread count thrashed (a 2-layer toy training: 100 s with 2 threads, 9 s with 1).
 # The book build trains its cached model in a kernel: under jemalloc (when installed) its
 # memory grows far less (transformer/host_memory.py; `python -m transformer` does this itself).
-JEMALLOC := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/lib/aarch64-linux-gnu/libjemalloc.so.2))
-BOOK_ENV := OMP_NUM_THREADS=1 $(if $(JEMALLOC),LD_PRELOAD=$(JEMALLOC) MALLOC_CONF=background_thread:true)
+# Recursive (=) and $(shell): looked up when a recipe runs, after `make setup` installed
+# jemalloc, so that the first build on a fresh machine runs under it as the second does.
+JEMALLOC = $(firstword $(shell ls /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/lib/aarch64-linux-gnu/libjemalloc.so.2 2>/dev/null))
+BOOK_ENV = OMP_NUM_THREADS=1 $(if $(JEMALLOC),LD_PRELOAD=$(JEMALLOC) MALLOC_CONF=background_thread:true)
 
 setup: $(VENV)/.installed browser jemalloc
 
