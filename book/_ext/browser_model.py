@@ -8,7 +8,8 @@
 * The page's code, ``static/bpe.js`` (the BPE encoder) and ``static/translator.js`` (search
   loops and widget), goes to ``_static``; both load only on a page that holds the widget's
   element ``<div id="live-translator">``, which also gets the download size
-  (``data-bytes``). The runtime and the model load only when the reader asks.
+  (``data-bytes``: the model's and the runtime's bytes, the true total the button
+  announces). The runtime and the model load only when the reader asks.
 * The model: when the build has finished, the run chapters 7-9 use (``cached_run`` of
   ``book_run_config``, already trained by chapter 7) is exported with
   :func:`transformer.export.export_model` into ``_static/model/``.
@@ -102,9 +103,11 @@ def _export_model(app, exception) -> None:
     finally:
         sys.path.pop(0)
     size = sum(manifest["files"][name]["bytes"] for name in MODEL_FILES)
+    runtime = sum(f.stat().st_size for f in (Path(app.outdir) / "_static" / "ort").glob("*")
+                  if f.name in ORT_FILES)
     logger.info(f"browser_model: exported {run}/average.pt into {out} ({size / 2**20:.1f} MiB "
-                f"for the page to download)")
-    _fill_size(Path(app.outdir), size)
+                f"and the runtime's {runtime / 2**20:.1f} MiB for the page to download)")
+    _fill_size(Path(app.outdir), size + runtime)
 
 
 def _fill_size(outdir: Path, size: int) -> None:

@@ -389,7 +389,8 @@
       const bytes = Number(this.root.dataset.bytes || 0);
       this.intro.textContent = "The model of chapter 7 can run in this page, on your own " +
         "sentence. Press the button to download it once (the browser keeps it), then type English.";
-      if (bytes) this.button.textContent = `Download the model (${mib(bytes)})`;
+      // data-bytes: the model and the WebAssembly runtime together (book/_ext/browser_model.py)
+      if (bytes) this.button.textContent = `Download the model and its runtime (${mib(bytes)})`;
     }
 
     error(message) {
