@@ -20,25 +20,8 @@ cd "$(dirname "$0")/.."
 DRY=0
 [ "${1:-}" = "--dry-run" ] && DRY=1
 OUT=${OUT:-_build/gpu_check}
-PY=${PY:-python3}
 STEPS=${STEPS:-1 2}
-want() { [[ " $STEPS " == *" $1 "* ]]; }
-export TRANSFORMER_DATA=${TRANSFORMER_DATA:-$PWD/.gpu_data}
-export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-mkdir -p "$OUT"
-LOG="$OUT/log.txt"
-status=0
-step() {   # step NAME COMMAND...: run (at most $LIMIT_S seconds), log, keep going on failure
-  local name=$1; shift
-  echo "[$(date -u +%T)] $name: $*" | tee -a "$LOG"
-  local started=$SECONDS
-  timeout "${LIMIT_S:-3600}" "$@" >>"$LOG" 2>&1
-  local rc=$?
-  echo "[$(date -u +%T)] $name: exit $rc after $((SECONDS - started)) s" | tee -a "$LOG"
-  [ $rc -eq 0 ] || status=1
-}
-"$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(),
-          torch.cuda.get_device_name() if torch.cuda.is_available() else '')" | tee -a "$LOG"
+source benchmarks/gpu_common.sh
 
 # 1. the device-aware tests (the `device` fixture runs them on CUDA when it is there)
 if [ $DRY = 1 ]; then TESTS=(tests/test_fast.py -k "fused_attention or incremental"); else

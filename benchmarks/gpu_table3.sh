@@ -27,15 +27,7 @@ DRY=0
 OUT=${OUT:-_build/gpu_table3}
 WORK=${WORK:-$([ $DRY = 1 ] && echo "$OUT/work" || echo /tmp/gpu_table3)}
 RESULTS=${RESULTS:-book/results/table3_gpu.json}
-PY=${PY:-python3}
-export TRANSFORMER_DATA=${TRANSFORMER_DATA:-$PWD/.gpu_data}
-export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-if [ -z "${TRANSFORMER_COMMIT:-}" ] && ! git rev-parse HEAD >/dev/null 2>&1 \
-   && [ -f .gpu_data/COMMIT ]; then export TRANSFORMER_COMMIT="$(cat .gpu_data/COMMIT) (make gpu-data)"; fi
-mkdir -p "$OUT" "$WORK"
-LOG="$OUT/log.txt"
-"$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(),
-          torch.cuda.get_device_name() if torch.cuda.is_available() else '')" | tee -a "$LOG"
+source benchmarks/gpu_common.sh
 if [ $DRY = 1 ]; then     # the same path: two base seeds, a row of group A, two at once
   ARGS=(--budget smoke --rows A-h1 --base-seeds 2 --jobs 2 --time-budget-min 5
         --bleu-sentences 5 --threads 1 --device cpu)

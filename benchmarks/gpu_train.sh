@@ -34,29 +34,8 @@ DRY=0
 [ "${1:-}" = "--dry-run" ] && DRY=1
 OUT=${OUT:-_build/gpu_train}
 WORK=${WORK:-$([ $DRY = 1 ] && echo "$OUT/work" || echo /tmp/gpu_train)}
-PY=${PY:-python3}
 STEPS=${STEPS:-1 2 3}
-want() { [[ " $STEPS " == *" $1 "* ]]; }
-export TRANSFORMER_DATA=${TRANSFORMER_DATA:-$PWD/.gpu_data}
-export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-# the copy of the working tree on the device has no .git: `make gpu-data` notes the commit
-if [ -z "${TRANSFORMER_COMMIT:-}" ] && ! git rev-parse HEAD >/dev/null 2>&1 \
-   && [ -f .gpu_data/COMMIT ]; then export TRANSFORMER_COMMIT="$(cat .gpu_data/COMMIT) (make gpu-data)"; fi
-mkdir -p "$OUT" "$WORK"
-LOG="$OUT/log.txt"
-status=0
-step() {   # step NAME COMMAND...: run (at most $LIMIT_S seconds), log, keep going on failure
-  local name=$1; shift
-  echo "[$(date -u +%T)] $name: $*" | tee -a "$LOG"
-  local started=$SECONDS
-  timeout "${LIMIT_S:-3600}" "$@" >>"$LOG" 2>&1
-  local rc=$?
-  echo "[$(date -u +%T)] $name: exit $rc after $((SECONDS - started)) s" | tee -a "$LOG"
-  [ $rc -eq 0 ] || status=1
-  return $rc
-}
-"$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(),
-          torch.cuda.get_device_name() if torch.cuda.is_available() else '')" | tee -a "$LOG"
+source benchmarks/gpu_common.sh
 
 # 1. The base model (Table 3: N=6, d_model 512, h=8, d_ff 2048, post-norm, Adam + eq. (3),
 # label smoothing 0.1) on Multi30k + Tatoeba (their train and valid splits in one folder),
