@@ -180,6 +180,30 @@ def test_concatenated_corpora_hold_each_part_in_turn_and_no_test_split(toy_root,
                                  root=toy_root)
 
 
+def test_a_mixture_repeats_train_parts_joins_valid_once_and_has_no_test(toy_root):
+    other = toy_root / "other-en-de"
+    other.mkdir()
+    for split, pairs in (("train", [("a dog", "ein Hund")]), ("valid", [("a bird", "ein Vogel")])):
+        write(other / f"{split}.src", [s for s, _ in pairs])
+        write(other / f"{split}.tgt", [t for _, t in pairs])
+    train = load_corpus("toy-en-de*2+other-en-de", "train", root=toy_root)
+    assert train.src == ["a house", "a tree", "a house", "a tree", "a dog"]
+    assert train.tgt == ["ein Haus", "ein Baum", "ein Haus", "ein Baum", "ein Hund"]
+    assert "toy-en-de x2 + other-en-de" in train.name
+    back = load_corpus("toy-en-de*2+other-en-de", "train", direction="de-en", root=toy_root)
+    assert back.src == train.tgt
+    assert load_corpus("toy-en-de*2+other-en-de", "valid", root=toy_root).src == ["a cat", "a bird"]
+    with pytest.raises(ValueError, match="own test split"):
+        load_corpus("toy-en-de+other-en-de", "test", root=toy_root)
+    for bad in ("toy-en-de*0+other-en-de", "toy-en-de*x+other-en-de", "+other-en-de"):
+        with pytest.raises(ValueError, match="not a part of a mixture"):
+            load_corpus(bad, "train", root=toy_root)
+    resolved = data.resolve_corpus("toy-en-de*2+other-en-de", toy_root)
+    assert resolved == f"{toy_root / 'toy-en-de'}*2+{other}*1"
+    assert data.resolve_corpus(resolved) == resolved                 # the same spelt twice
+    assert data.corpus_folders(resolved) == [toy_root / "toy-en-de", other]
+
+
 def test_missing_multi30k_says_how_to_download(tmp_path):
     with pytest.raises(FileNotFoundError) as err:
         load_corpus("multi30k-en-de", "train", root=tmp_path)

@@ -6,8 +6,11 @@ A corpus split is two aligned line files, ``{split}.src(.gz)`` (English) and
     data_dir()/multi30k-en-de/{train,valid,test}.{src,tgt}.gz
     data_dir()/tatoeba-en-de/...
 
-Several corpora train together from one folder that :func:`concatenate_corpora` writes
-(their train and valid splits, never a test split).
+Several corpora train together as a mixture, named ``"multi30k-en-de*2+tatoeba-en-de"``:
+its train split holds each part's train split as many times as its ``*N`` says (once
+without), its valid split each part's valid split once, and it has no test split (each
+corpus is scored on its own). :func:`concatenate_corpora` writes such a combination into
+one folder instead (for a machine that reads folders only).
 
 ``data_dir()`` is the ``TRANSFORMER_DATA`` environment variable, else ``../shared/data``
 beside this repository's checkout when that folder exists (the offline machines' layout),
@@ -82,6 +85,39 @@ def is_corpus_path(name: str | os.PathLike) -> bool:
     """Whether a corpus ``name`` is a path (a ``Path``, or a string with a ``/`` or ``~``)
     rather than a folder name under :func:`data_dir`."""
     return isinstance(name, os.PathLike) or os.sep in name or name.startswith("~")
+
+
+def mixture_parts(name: str | os.PathLike) -> list[tuple[str, int]] | None:
+    """The parts of a mixture name with their repeats, ``"a*2+b"`` -> ``[("a", 2), ("b", 1)]``;
+    ``None`` for a single corpus (a name or path without ``+``)."""
+    if isinstance(name, os.PathLike) or "+" not in name:
+        return None
+    parts = []
+    for part in name.split("+"):
+        corpus, star, times = part.strip().rpartition("*") if "*" in part else (part.strip(), "", "1")
+        if not corpus or not times.isdigit() or int(times) < 1 or corpus == "wmt14":
+            raise ValueError(f"corpus {name!r}: {part.strip()!r} is not a part of a mixture "
+                             f"(a corpus folder, optionally *N with N >= 1, e.g. "
+                             f"multi30k-en-de*2+tatoeba-en-de)")
+        parts.append((corpus, int(times)))
+    return parts
+
+
+def corpus_folders(name: str | os.PathLike, root: str | os.PathLike | None = None) -> list[Path]:
+    """The folders a corpus name reads: one, or each part of a mixture (absolute)."""
+    parts = mixture_parts(name)
+    return [corpus_folder(part, root) for part, _ in parts] if parts else [corpus_folder(name, root)]
+
+
+def resolve_corpus(name: str | os.PathLike, root: str | os.PathLike | None = None) -> str:
+    """``name`` with every folder made absolute (``root`` folded in), so that two spellings
+    of the same corpus or mixture compare equal; ``"wmt14"`` stays as it is."""
+    if str(name) == "wmt14":
+        return "wmt14"
+    parts = mixture_parts(name)
+    if parts is None:
+        return str(corpus_folder(name, root))
+    return "+".join(f"{corpus_folder(part, root)}*{times}" for part, times in parts)
 
 
 def corpus_folder(name: str | os.PathLike, root: str | os.PathLike | None = None) -> Path:
@@ -160,11 +196,15 @@ def load_corpus(name: str | os.PathLike, split: str, direction: str = "en-de",
     ``{split}.src(.gz)`` and ``{split}.tgt(.gz)``; ``split`` is train, valid or test. The files
     store English as source; ``direction="de-en"`` swaps the sides. The name ``"wmt14"``
     loads WMT14 English-German through Hugging Face ``datasets`` (:func:`load_wmt14`).
+    A mixture (``"a*2+b"``, see the module docstring) joins its parts' train or valid split.
     """
     _check_direction(direction)
     split = _SPLIT_ALIASES.get(split, split)
     if str(name) == "wmt14":
         return load_wmt14(split, direction)
+    parts = mixture_parts(name)
+    if parts is not None:
+        return _load_mixture(name, parts, split, direction, root)
     folder = Path(name).expanduser() if is_corpus_path(name) else data_dir(root) / name
     src, src_tried = _find(folder, f"{split}.src")
     tgt, tgt_tried = _find(folder, f"{split}.tgt")
@@ -182,6 +222,21 @@ def load_corpus(name: str | os.PathLike, split: str, direction: str = "en-de",
 
 
 # --------------------------------------------------------------------------- combining
+def _load_mixture(name, parts, split, direction, root) -> ParallelCorpus:
+    if split not in ("train", "valid"):
+        raise ValueError(f"corpus {str(name)!r} is a mixture: it has train and valid splits "
+                         f"only; score each part on its own test split (e.g. --corpus "
+                         f"{parts[0][0]})")
+    loaded = [(load_corpus(part, split, direction, root), times) for part, times in parts]
+    repeats = [times if split == "train" else 1 for _, times in loaded]
+    src = [s for (c, _), k in zip(loaded, repeats) for _ in range(k) for s in c.src]
+    tgt = [t for (c, _), k in zip(loaded, repeats) for _ in range(k) for t in c.tgt]
+    dropped = sum(c.dropped_empty * k for (c, _), k in zip(loaded, repeats))
+    label = " + ".join(f"{c.name.split('/')[0]}" + (f" x{k}" if k > 1 else "")
+                       for (c, _), k in zip(loaded, repeats))
+    return ParallelCorpus(src, tgt, dropped, f"{label}/{split} ({direction})")
+
+
 def concatenate_corpora(names, folder: str | os.PathLike, splits=("train", "valid"),
                         root: str | os.PathLike | None = None, limit: int = 0) -> Path:
     """Write the ``splits`` of the corpora ``names``, one after another, into ``folder``

@@ -26,7 +26,7 @@ from typing import Iterator
 
 from .checkpoint import (CheckpointError, average_checkpoints, load_checkpoint,
                          prune_checkpoints, save_checkpoint, step_checkpoints, write_atomic)
-from .data import corpus_folder
+from .data import resolve_corpus
 from .tokenizer import Tokenizer
 from .train_config import TrainConfig, TrainingError, run_settings
 
@@ -42,8 +42,8 @@ def _normalised(settings: dict, data_root: str | None = None) -> dict:
     settings.pop("out_dir", None)                   # written by earlier versions
     root = settings.pop("data_root", data_root)
     corpus = settings.get("corpus")
-    if isinstance(corpus, str) and corpus != "wmt14":
-        settings["corpus"] = str(corpus_folder(corpus, root))
+    if isinstance(corpus, str):
+        settings["corpus"] = resolve_corpus(corpus, root)
     return settings
 
 

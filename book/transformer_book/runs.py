@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 import transformer
-from transformer.data import corpus_folder
+from transformer.data import corpus_folders
 from transformer.train_config import TrainConfig, result_settings
 
 PACKAGE = Path(transformer.__file__).resolve().parent
@@ -44,9 +44,10 @@ def run_key(cfg: TrainConfig) -> str:
     for path in package_modules():
         h.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
     if cfg.corpus != "wmt14":
-        for path in sorted(corpus_folder(cfg.corpus, cfg.data_root).glob("*")):
-            if path.is_file():
-                h.update(path.name.encode() + b"\0" + path.read_bytes())
+        for folder in corpus_folders(cfg.corpus, cfg.data_root):
+            for path in sorted(folder.glob("*")):
+                if path.is_file():
+                    h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
 
 
