@@ -202,6 +202,8 @@ def test_a_mixture_repeats_train_parts_joins_valid_once_and_has_no_test(toy_root
     assert resolved == f"{toy_root / 'toy-en-de'}*2+{other}*1"
     assert data.resolve_corpus(resolved) == resolved                 # the same spelt twice
     assert data.corpus_folders(resolved) == [toy_root / "toy-en-de", other]
+    assert data.part_names("toy-en-de*2+other-en-de") == ["toy-en-de", "other-en-de"]
+    assert data.part_names("toy-en-de") == ["toy-en-de"]
 
 
 def test_missing_multi30k_says_how_to_download(tmp_path):

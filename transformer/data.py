@@ -103,6 +103,13 @@ def mixture_parts(name: str | os.PathLike) -> list[tuple[str, int]] | None:
     return parts
 
 
+def part_names(name: str | os.PathLike) -> list[str]:
+    """The corpora that ``name`` reads: each part of a mixture, or ``name`` itself. Each has
+    its own test split (a mixture has none)."""
+    parts = mixture_parts(name)
+    return [part for part, _ in parts] if parts else [str(name)]
+
+
 def corpus_folders(name: str | os.PathLike, root: str | os.PathLike | None = None) -> list[Path]:
     """The folders a corpus name reads: one, or each part of a mixture (absolute)."""
     parts = mixture_parts(name)
