@@ -1,0 +1,64 @@
+"""The wall time of ``make book`` from an empty run cache, with the share that trains the
+book's model (chapter 7), written as a result record.
+
+    python benchmarks/book_build.py --json book/results/book_build.json
+
+Runs ``make book`` with ``TRANSFORMER_CACHE`` pointed at a new empty folder (so the book's
+model is trained from scratch, as on a fresh machine; your own cache is left alone) and
+reads the trained run's ``metrics.jsonl`` for its training seconds and updates. Run it on a
+quiet machine: the time is the figure. The record names the CPU and whether it trained in
+bf16 or fp32.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book"))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--json", help="write the record here (default: print it)")
+    p.add_argument("--make", default="make", help="the make program")
+    args = p.parse_args(argv)
+    from transformer.provenance import provenance, write_record
+    with tempfile.TemporaryDirectory(prefix="book-cache-") as cache:
+        env = {**os.environ, "TRANSFORMER_CACHE": cache}
+        started = time.perf_counter()
+        done = subprocess.run([args.make, "-C", str(ROOT), "book"], env=env)
+        wall = time.perf_counter() - started
+        if done.returncode:
+            raise SystemExit(f"make book failed (exit {done.returncode}) after {wall:.0f} s")
+        runs = [p.parent for p in Path(cache).glob("*/average.pt")]
+        if len(runs) != 1:
+            raise SystemExit(f"expected one trained run in {cache}, found {len(runs)}")
+        records = [json.loads(line) for line in
+                   (runs[0] / "metrics.jsonl").read_text().splitlines()]
+        final = [r for r in records if "train_seconds" in r][-1]
+        settings = json.loads((runs[0] / "run.json").read_text())["train"]
+    record = {
+        "provenance": provenance("python benchmarks/book_build.py" +
+                                 (f" --json {args.json}" if args.json else "")),
+        "what": "make book from an empty run cache: every chapter executed on the CPU, the "
+                "book's model trained in chapter 7",
+        "wall_s": round(wall, 1),
+        "train_s": round(final["train_seconds"], 1),
+        "updates": final["step"],
+        "precision": final.get("precision"),
+        "corpus": settings["corpus"], "preset": settings["preset"],
+    }
+    if args.json:
+        write_record(args.json, record)
+    print(json.dumps(record, indent=1))
+
+
+if __name__ == "__main__":
+    main()
