@@ -21,8 +21,9 @@ import time
 
 import torch
 
-from transformer.train_config import TrainConfig
-from transformer.trainer import Trainer, make_optimizer
+from transformer.training.config import TrainConfig
+from transformer.training.loop import Trainer
+from transformer.training.optimizers import make_optimizer
 
 
 def main() -> None:

@@ -3,7 +3,7 @@
     python benchmarks/trainer_precision.py                      # Multi30k, 60 updates each
     python benchmarks/trainer_precision.py --updates 100 --threads 1
 
-Runs ``transformer.trainer.Trainer`` itself (token-bucketed Multi30k batches, label-smoothed
+Runs ``transformer.training.loop.Trainer`` itself (token-bucketed Multi30k batches, label-smoothed
 loss, fused Adam, the schedule) for ``--updates`` updates in each precision, in fresh
 folders that share one BPE vocabulary, and reports the median of the target tokens/s the
 trainer logs every 10 updates, skipping the first ``--skip`` logged values (warm-up).
@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 
 from transformer.tokenizer import Tokenizer
-from transformer.train_config import TrainConfig
-from transformer.trainer import Trainer
+from transformer.training.config import TrainConfig
+from transformer.training.loop import Trainer
 
 
 def run(precision: str, out: Path, args, tokenizer=None) -> dict:

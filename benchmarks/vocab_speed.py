@@ -27,8 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from transformer.train_config import TrainConfig
-from transformer.trainer import Trainer
+from transformer.training.config import TrainConfig
+from transformer.training.loop import Trainer
 
 
 def recipe_trainer(vocab_size: int, scratch: Path, threads: int,

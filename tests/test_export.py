@@ -10,11 +10,11 @@ pytest.importorskip("onnxruntime")
 
 from transformer.data import load_corpus  # noqa: E402
 from transformer.decoding import beam_search, build_source_batch, greedy_decode  # noqa: E402
-from transformer.export import ExportError, OnnxModel, export_model  # noqa: E402
+from transformer.tools.export import ExportError, OnnxModel, export_model  # noqa: E402
 from transformer.fast import plain_form, record_attention  # noqa: E402
 from transformer.inference import load_model  # noqa: E402
-from transformer.train_config import TrainConfig  # noqa: E402
-from transformer.trainer import Trainer  # noqa: E402
+from transformer.training.config import TrainConfig  # noqa: E402
+from transformer.training.loop import Trainer  # noqa: E402
 
 
 @pytest.fixture(scope="module")

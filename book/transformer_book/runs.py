@@ -18,7 +18,7 @@ from pathlib import Path
 
 import transformer
 from transformer.data import corpus_folder
-from transformer.train_config import TrainConfig, result_settings
+from transformer.training.config import TrainConfig, result_settings
 
 PACKAGE = Path(transformer.__file__).resolve().parent
 
@@ -37,7 +37,7 @@ def run_key(cfg: TrainConfig) -> str:
     """The cache key of ``cfg``: its result-defining settings, the precision it trains in
     here, the package's source, the corpus files (16 hex digits of a SHA-256)."""
     from transformer.inference import resolve_device
-    from transformer.trainer import resolve_precision
+    from transformer.training.precision import resolve_precision
     h = hashlib.sha256()
     h.update(json.dumps(result_settings(cfg), sort_keys=True).encode())
     h.update(resolve_precision(cfg.precision, resolve_device(cfg.device)).encode())  # auto's pick
@@ -52,7 +52,7 @@ def run_key(cfg: TrainConfig) -> str:
 
 def cached_run(cfg: TrainConfig) -> Path:
     """The folder of a finished run of ``cfg`` (trained now if not cached yet)."""
-    from transformer.trainer import Trainer
+    from transformer.training.loop import Trainer
     out = cache_root() / run_key(cfg)
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out.parent / f"{out.name}.lock", "w") as lock:

@@ -2,7 +2,7 @@
 ablate | demo``.
 
 The options of ``train`` are generated from the fields of
-:class:`~transformer.train_config.TrainConfig` (name, type, default, help, choices and
+:class:`~transformer.training.config.TrainConfig` (name, type, default, help, choices and
 bounds from each field's metadata), and :func:`train_command` writes the command that
 reproduces a configuration. Errors in the user's input or files end the program with one
 line naming the file or option (exit status 2), not a traceback.
@@ -85,13 +85,13 @@ class _Overrides(argparse.Action):
 
 
 def _train_fields():
-    from .train_config import TrainConfig
+    from ..training.config import TrainConfig
     hints = typing.get_type_hints(TrainConfig)
     return TrainConfig, [(f, hints[f.name]) for f in dataclasses.fields(TrainConfig)]
 
 
 def _add_train(sub):
-    from .train_config import flag
+    from ..training.config import flag
     TrainConfig, fields = _train_fields()
     defaults = TrainConfig()
     p = sub.add_parser("train", help="train a model (resumes when --out holds a run)",
@@ -120,7 +120,7 @@ def _add_train(sub):
 def train_command(cfg, out: str | None = None) -> list[str]:
     """The ``python -m transformer train`` arguments that reproduce TrainConfig ``cfg``
     (``--out`` is ``out`` when given); fields at their default are left out."""
-    from .train_config import flag
+    from ..training.config import flag
     TrainConfig, fields = _train_fields()
     defaults = TrainConfig()
     args = ["python", "-m", "transformer", "train", "--out", str(out or cfg.out_dir)]
@@ -140,7 +140,8 @@ def train_command(cfg, out: str | None = None) -> list[str]:
 
 def cmd_train(args):
     """``train``: build the TrainConfig from the options, train (or resume), print the result."""
-    from .trainer import Trainer, TrainingError
+    from ..training.config import TrainingError
+    from ..training.loop import Trainer
     TrainConfig, fields = _train_fields()
     values = {f.name: getattr(args, f.name) for f, _ in fields}
     values["model_overrides"] = values["model_overrides"] or {}
@@ -185,7 +186,7 @@ def _decode_args(p):
 
 def _load(args):
     import torch
-    from .inference import load_model, resolve_device
+    from ..inference import load_model, resolve_device
     device = resolve_device(args.device)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -216,7 +217,7 @@ def read_sentences(path: str | None) -> list[str]:
 def cmd_translate(args):
     """``translate``: decode each input line with beam search (section 6.1), writing each
     translation as soon as it and the ones before it are done (a blank line stays blank)."""
-    from .decoding import doubt, translations
+    from ..decoding import doubt, translations
     model, tokenizer = _load(args)
     written = 0
     # opened before reading and decoding: a path that cannot be written fails at once
@@ -240,9 +241,9 @@ def cmd_translate(args):
 
 def cmd_evaluate(args):
     """``evaluate``: translate a corpus split and score it with sacrebleu BLEU and chrF."""
-    from .data import load_corpus
-    from .decoding import translate
-    from .evaluate import format_score, score
+    from ..data import load_corpus
+    from ..decoding import translate
+    from ..evaluate import format_score, score
     corpus = load_corpus(args.corpus, args.split, args.direction, args.data_root)
     model, tokenizer = _load(args)
     src, ref = corpus.src[:args.limit or None], corpus.tgt[:args.limit or None]
@@ -273,7 +274,7 @@ def cmd_evaluate(args):
 def cmd_average(args):
     """``average``: the element-wise mean of checkpoints (section 6.1) into ``--out``."""
     from pathlib import Path
-    from .checkpoint import average_checkpoints, save_checkpoint, step_checkpoints
+    from ..checkpoint import average_checkpoints, save_checkpoint, step_checkpoints
     paths = list(args.checkpoints)
     if len(paths) == 1 and Path(paths[0]).is_dir():
         paths = step_checkpoints(paths[0])
@@ -317,8 +318,8 @@ def cmd_demo(args):
     """A few training steps of a tiny model on real data: shapes and falling losses."""
     import tempfile
     import torch
-    from .train_config import TrainConfig
-    from .trainer import Trainer
+    from ..training.config import TrainConfig
+    from ..training.loop import Trainer
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as out:
         cfg = TrainConfig(out_dir=out, corpus="multi30k-en-de", vocab_size=1000,
@@ -443,7 +444,7 @@ def run(argv=None):
     the command line under jemalloc when it is installed (see
     :mod:`transformer.host_memory`), warnings as one line each, as the errors are."""
     import warnings
-    from .host_memory import exec_with_jemalloc
+    from ..training.host_memory import exec_with_jemalloc
     exec_with_jemalloc()
     warnings.formatwarning = lambda message, *args, **kwargs: f"warning: {message}\n"
     try:
@@ -461,8 +462,8 @@ def main(argv=None):
     system's (a read-only or missing folder, a full disk) and a missing optional package;
     Ctrl-C ends it with a line saying what was kept and status 130."""
     args = build_parser().parse_args(argv)
-    from .checkpoint import CheckpointError
-    from .train_config import TrainingError
+    from ..checkpoint import CheckpointError
+    from ..training.config import TrainingError
     command = {"train": cmd_train, "translate": cmd_translate, "evaluate": cmd_evaluate,
                "average": cmd_average, "export": cmd_export, "ablate": cmd_ablate,
                "demo": cmd_demo}[args.command]

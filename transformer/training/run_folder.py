@@ -24,11 +24,12 @@ import warnings
 from pathlib import Path
 from typing import Iterator
 
-from .checkpoint import (CheckpointError, average_checkpoints, load_checkpoint,
-                         prune_checkpoints, save_checkpoint, step_checkpoints, write_atomic)
-from .data import corpus_folder
-from .tokenizer import Tokenizer
-from .train_config import TrainConfig, TrainingError, run_settings
+from ..checkpoint import (CheckpointError, average_checkpoints, load_checkpoint,
+                          prune_checkpoints, save_checkpoint, step_checkpoints, step_file,
+                          write_atomic)
+from ..data import corpus_folder
+from ..tokenizer import Tokenizer
+from .config import TrainConfig, TrainingError, run_settings
 
 
 def run_identity(cfg: TrainConfig) -> dict:
@@ -191,7 +192,7 @@ class RunFolder:
 
     def save(self, state: dict, step: int, keep_last: int) -> Path:
         """Write the checkpoint of update ``step``; keep the newest ``keep_last``."""
-        path = save_checkpoint(state, self.checkpoint_dir / f"step_{step:07d}.pt")
+        path = save_checkpoint(state, self.checkpoint_dir / step_file(step))
         prune_checkpoints(self.checkpoint_dir, keep_last)
         return path
 
