@@ -23,7 +23,7 @@ import threading
 from pathlib import Path
 
 from transformer.training import host_memory
-from transformer.training.config import TrainConfig
+from transformer.training.recipes import recipe
 from transformer.training.loop import Trainer
 
 
@@ -42,11 +42,9 @@ def main(argv=None):
     allocator = (f"jemalloc ({os.environ.get('MALLOC_CONF', '')})" if "jemalloc" in preload
                  else "glibc malloc")
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = TrainConfig(out_dir=tmp, corpus="multi30k-en-de", preset="small",
-                          vocab_size=8000, max_tokens=4096, update_tokens=4096, warmup=400,
-                          lr_factor=0.5, precision=args.precision, threads=args.threads,
-                          max_updates=args.updates, save_every=10**9, eval_bleu_sentences=0,
-                          log_every=10, progress=False)
+        cfg = recipe("small", out_dir=tmp, precision=args.precision, threads=args.threads,
+                     max_updates=args.updates, time_limit_min=0, save_every=10**9,
+                     eval_bleu_sentences=0, progress=False)
         trainer = Trainer.from_config(cfg)
         log, window = trainer.log, {"max": 0.0}
         done = threading.Event()

@@ -125,12 +125,20 @@ def test_train_options_are_the_fields_of_train_config():
         action = by_dest[f.name]
         assert flag(f) in action.option_strings
         assert f.metadata["help"].replace("%", "%%") in action.help
-        default = TrainConfig().__getattribute__(f.name)
-        assert action.default == (None if isinstance(default, dict) else default), f.name
+        assert action.default == argparse.SUPPRESS, f.name     # so a recipe's value stays
     assert "--out" in by_dest["out_dir"].option_strings
     assert "--model" in by_dest["model_overrides"].option_strings
     help_text = train.format_help()
     assert "(default: 4096)" in help_text and "(default: multi30k-en-de)" in help_text
+
+
+def test_train_writes_a_summary_with_its_provenance(toy_runs):
+    summary = json.loads((toy_runs["a"] / "summary.json").read_text())
+    assert summary["step"] == 3 and summary["train"]["vocab_size"] == 120
+    assert summary["recipe"] is None and summary["params"] > 0
+    assert {"commit", "command", "cpu", "torch", "date"} <= set(summary["provenance"])
+    assert summary["provenance"]["command"].startswith("python -m transformer train --corpus")
+    assert summary["valid_loss"] == RunFolder(toy_runs["a"]).records()[-1]["valid_loss"]
 
 
 def test_train_command_round_trips_a_config(tmp_path):
@@ -140,9 +148,7 @@ def test_train_command_round_trips_a_config(tmp_path):
     command = cli.train_command(cfg)
     assert command[:6] == ["python", "-m", "transformer", "train", "--out", cfg.out_dir]
     assert "--no-progress" in command and "--compile" in command
-    args = cli.build_parser().parse_args(command[3:])
-    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)}
-    assert TrainConfig(**{**values, "model_overrides": values["model_overrides"] or {}}) == cfg
+    assert cli.train_config(cli.build_parser().parse_args(command[3:])) == cfg
     assert cli.train_command(cfg, "elsewhere")[5] == "elsewhere"
 
 

@@ -1,6 +1,7 @@
 """Section 5, training: everything that turns a corpus into a trained model.
 
 * :mod:`.config`: :class:`TrainConfig`, the settings of a run with their help and roles;
+  :mod:`.recipes`, the named runs (``python -m transformer train --recipe NAME``);
 * :mod:`.prepare`: the corpus splits, the BPE vocabulary and the batch iterators (5.1);
 * :mod:`.loop`: :class:`Trainer`, the update loop (5.1-5.4);
 * :mod:`.precision`: which precision a run trains in on this hardware (bf16/fp16/fp32);

@@ -7,6 +7,7 @@
     run/checkpoints/       step_<update>.pt, the last ``keep_last`` kept
     run/metrics.jsonl      one JSON object per logged update / evaluation
     run/average.pt         mean of the last checkpoints (section 6.1, written at the end)
+    run/summary.json       the finished run's figures, settings and provenance (``train``)
     run/train.lock         held by the ``train`` that writes the run (:meth:`RunFolder.lock`)
 
 ``run.json`` is written last, once every check has passed: a folder without it holds no
@@ -58,6 +59,7 @@ class RunFolder:
         self.checkpoint_dir = self.path / "checkpoints"
         self.metrics_file = self.path / "metrics.jsonl"
         self.average_file = self.path / "average.pt"
+        self.summary_file = self.path / "summary.json"
         self.lock_file = self.path / "train.lock"
 
     def __repr__(self) -> str:
