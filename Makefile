@@ -13,7 +13,7 @@ export PYTHONUNBUFFERED = 1
 # Book builds and book tests run torch on one thread: on small shared CPUs the default
 # thread count thrashed (a 2-layer toy training: 100 s with 2 threads, 9 s with 1).
 # The book build trains its cached model in a kernel: under jemalloc (when installed) its
-# memory grows far less (transformer/host_memory.py; `python -m transformer` does this itself).
+# memory grows far less (transformer/training/host_memory.py; `python -m transformer` does this itself).
 # Recursive (=) and $(shell): looked up when a recipe runs, after `make setup` installed
 # jemalloc, so that the first build on a fresh machine runs under it as the second does.
 JEMALLOC = $(firstword $(shell ls /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/lib/aarch64-linux-gnu/libjemalloc.so.2 2>/dev/null))
@@ -67,25 +67,21 @@ demo: setup
 clean:
 	rm -rf _build .pytest_cache
 
-# The README's CPU result: the small preset on Multi30k en->de, 30 minutes on 2 cores,
-# then sacrebleu on the test split with beam 4 (and greedy for comparison).
+# The README's CPU result: the recipe `small` (transformer/training/recipes.py: the small
+# preset on Multi30k en->de, 30 minutes on 2 cores), then sacrebleu on the test split with
+# beam 4 (and greedy for comparison).
 SMALL_RUN ?= runs/small
 train-small: setup
-	$(PY) -m transformer train --preset small --corpus multi30k-en-de --out $(SMALL_RUN) \
-	  --time-limit-min 30 --precision auto --threads 2 --warmup 400 --lr-factor 0.5 \
-	  --max-tokens 4096 --update-tokens 4096 --save-every 50 --keep-last 5 --no-progress
+	$(PY) -m transformer train --recipe small --out $(SMALL_RUN)
 	$(PY) -m transformer evaluate $(SMALL_RUN)/average.pt --corpus multi30k-en-de --split test --beam 4
 	$(PY) -m transformer evaluate $(SMALL_RUN)/average.pt --corpus multi30k-en-de --split test --beam 1
 
-# The 30-minute recipe (README, "Result on a CPU"): the tiny preset, settings chosen
-# on the valid split, checkpoints every 50 updates, the last 7 averaged; test scored once.
-# --precision auto: bf16 on a CPU with AVX512-BF16 or AMX, fp32 on others (README).
+# The 30-minute recipe (README, "Result on a CPU"): the recipe `tiny`, whose settings
+# (transformer/training/recipes.py) were chosen on the valid split; test scored once,
+# with beam 4 and length penalty 1.0 (and greedy for comparison).
 TINY_RUN ?= runs/tiny
 train-tiny: setup
-	$(PY) -m transformer train --preset tiny --corpus multi30k-en-de --out $(TINY_RUN) \
-	  --optimizer muon --time-limit-min 30 --precision auto --threads 2 --warmup 2000 --lr-factor 1.789 \
-	  --model dropout=0.2 --max-tokens 2048 --update-tokens 2048 --save-every 50 --keep-last 7 \
-	  --eval-every 2000 --no-progress
+	$(PY) -m transformer train --recipe tiny --out $(TINY_RUN)
 	$(PY) -m transformer evaluate $(TINY_RUN)/average.pt --corpus multi30k-en-de --split test --beam 4 --alpha 1.0
 	$(PY) -m transformer evaluate $(TINY_RUN)/average.pt --corpus multi30k-en-de --split test --beam 1
 

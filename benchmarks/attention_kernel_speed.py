@@ -3,7 +3,7 @@ kernel or its "math" kernel?
 
 Both compute equation (1) through ``F.scaled_dot_product_attention``; the backend is
 chosen with ``torch.nn.attention.sdpa_kernel``. The trainer's ``autocast`` picks the math
-kernel on a CPU (transformer/trainer.py). This measures why, two ways:
+kernel on a CPU (transformer/training/precision.py). This measures why, two ways:
 
 1. the kernel alone, forward + backward, at the shapes a 2,048-token update of the
    ``tiny`` preset makes (4 heads of d_k 32; ``tokens // L`` sentences of L pieces): the
@@ -30,12 +30,12 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-import transformer.trainer as trainer_module
-from transformer.trainer import cpu_has_native_bf16
+import transformer.training.loop as loop_module
+from transformer.training.precision import cpu_has_native_bf16
 from vocab_speed import recipe_trainer       # make train-tiny's trainer (benchmarks/)
 
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "math": SDPBackend.MATH}
-TRAINER_AUTOCAST = trainer_module.autocast        # mixed precision + the math kernel
+TRAINER_AUTOCAST = loop_module.autocast        # mixed precision + the math kernel
 
 
 def kernel_ms(backend, n_seq: int, length: int, causal: bool, dtype, reps: int) -> float:
@@ -92,7 +92,7 @@ def updates(scratch: Path, args) -> None:
     for r in range(args.rounds + 1):                       # round 0: untimed warm-up
         for name in (list(BACKENDS) if r % 2 else list(BACKENDS)[::-1]):
             run = runs[name]
-            trainer_module.autocast = flash_autocast if name == "flash" else TRAINER_AUTOCAST
+            loop_module.autocast = flash_autocast if name == "flash" else TRAINER_AUTOCAST
             try:
                 start = time.perf_counter()
                 for _ in range(args.updates if r else 3):
@@ -100,7 +100,7 @@ def updates(scratch: Path, args) -> None:
                 if r:
                     run["seconds"].append((time.perf_counter() - start) / args.updates)
             finally:
-                trainer_module.autocast = TRAINER_AUTOCAST
+                loop_module.autocast = TRAINER_AUTOCAST
         if r:
             print(f"round {r}/{args.rounds}: " + ", ".join(
                 f"{n} {runs[n]['seconds'][-1]:.3f} s/update" for n in BACKENDS), flush=True)

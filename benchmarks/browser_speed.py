@@ -1,6 +1,6 @@
 """How fast the book's model translates in the reader's browser, next to the Python CLI.
 
-Exports a checkpoint as the book build does (``transformer.export``), serves it with the
+Exports a checkpoint as the book build does (``transformer.tools.export``), serves it with the
 page's code (book/_ext/static) and onnxruntime-web on 127.0.0.1, and drives headless
 Chromium (Debian's, through Playwright): the download size, the time from the button to a
 ready model, and the time to translate one 15-word test sentence with greedy search and
@@ -49,7 +49,7 @@ def fifteen_word_sentence() -> str:
 def stage(checkpoint: Path, root: Path) -> dict:
     import plotly
     from browser_model import copy_page_files
-    from transformer.export import export_checkpoint
+    from transformer.tools.export import export_checkpoint
     static = root / "_static"
     if not copy_page_files(REPO, static):
         raise SystemExit("no onnxruntime-web: needs npm (or ORT_WEB_DIR)")
@@ -142,7 +142,7 @@ def main():
         runtime = sum((Path(tmp) / "_static" / "ort" / f).stat().st_size for f in ORT_FILES)
         browser = in_browser(Path(tmp), sentence, args.repeats)
     python = in_python(checkpoint, sentence, args.repeats, args.threads)
-    from transformer.provenance import cpu_name
+    from transformer.tools.provenance import cpu_name
     model_name = cpu_name()
     print(json.dumps({"sentence": sentence, "checkpoint": str(checkpoint),
                       "model_download_bytes": download, "runtime_bytes": runtime,

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from vocab_speed import recipe_trainer  # noqa: E402
 
 from transformer.fast import compile_layers  # noqa: E402
-from transformer.provenance import provenance, write_record  # noqa: E402
+from transformer.tools.provenance import provenance, write_record  # noqa: E402
 
 
 def graphs_compiled() -> int:

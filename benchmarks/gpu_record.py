@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from transformer.provenance import write_record  # noqa: E402
+from transformer.tools.provenance import write_record  # noqa: E402
 
 
 def test_outcome(xml_path: Path) -> dict:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 34 on one H200: Table 3's rows at the GPU budget (transformer/ablation.py, budget
+# Issue 34 on one H200: Table 3's rows at the GPU budget (transformer/tools/ablation.py, budget
 # gpu: 4,000 updates of 8,000 tokens a row), the base at two seeds first, then groups A-E,
 # then the rows the paper does not have, as many as fit; or a tiny CPU rehearsal.
 #

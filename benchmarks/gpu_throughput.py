@@ -37,7 +37,8 @@ from train_throughput import (TorchTransformerMT, build_marian, make_batches,  #
 
 from transformer import FastTransformer, ModelConfig  # noqa: E402
 from transformer.fast import FastLabelSmoothingLoss, SequenceLoss, compile_layers  # noqa: E402
-from transformer.provenance import provenance, write_record  # noqa: E402
+from transformer.tools.provenance import provenance, write_record  # noqa: E402
+from transformer.training.optimizers import paper_adam  # noqa: E402
 
 
 def matmul_peak(device, n: int, reps: int = 10) -> float:
@@ -94,8 +95,9 @@ def time_updates(name, cfg, updates, device, compile, warmup):
     graphs = graphs_compiled()
     model, loss_of = build(name, cfg, device, compile)
     params = [p for p in model.parameters()]
-    opt = torch.optim.Adam(params, lr=1e-4, betas=(0.9, 0.98), eps=1e-9,
-                           fused=device.type in ("cuda", "cpu"))
+    opt = paper_adam(params)                  # fused: on CUDA and on a CPU
+    for group in opt.param_groups:
+        group["lr"] = 1e-4
     times = []
     for micro in updates:
         sync(device)

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from transformer.provenance import write_record  # noqa: E402
+from transformer.tools.provenance import write_record  # noqa: E402
 
 PARTS = {"train": "train.json", "torchrun": "torchrun.json", "notebooks": "notebooks.json"}
 SOURCE = "benchmarks/gpu_train.sh (issue 33): STEPS=1, then STEPS='2 3', on one GPU"

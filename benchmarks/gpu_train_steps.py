@@ -35,7 +35,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from transformer.provenance import provenance, write_record  # noqa: E402
+from transformer.checkpoint import step_file  # noqa: E402
+from transformer.tools.provenance import provenance, write_record  # noqa: E402
 
 
 def _device() -> str:
@@ -45,7 +46,7 @@ def _device() -> str:
 
 def _records(run: Path) -> list[dict]:
     """``run``'s metrics records (a line torn by a kill left out)."""
-    from transformer.run_folder import RunFolder
+    from transformer.training.run_folder import RunFolder
     return RunFolder(run).records()
 
 
@@ -68,7 +69,7 @@ def train_record(args) -> dict:
                                               "decode_seconds")}
         scores[name]["bleu"], scores[name]["chrf"] = (round(score["bleu"], 2),
                                                       round(score["chrf"], 2))
-    newest = run / "checkpoints" / f"step_{newest_checkpoint(run):07d}.pt"
+    newest = run / "checkpoints" / step_file(newest_checkpoint(run))
     last = torch.load(newest, map_location="cpu", weights_only=True)   # saved at the end
     step, train_s = last["step"], last["train_seconds"]
     params = sum(t.numel() for t in last["model"].values())
@@ -186,7 +187,7 @@ def torchrun_check(args) -> dict:
         "killed_while_training": running and first.returncode == -signal.SIGKILL
                                  and len(killed) >= 2 and not any(map(alive, killed)),
         "checkpoint_before_kill": resume_from >= kill_after,
-        "resumed_from_it": f"resumed from {run / 'checkpoints' / f'step_{resume_from:07d}.pt'}"
+        "resumed_from_it": f"resumed from {run / 'checkpoints' / step_file(resume_from)}"
                            in text,
         "finished": second.returncode == 0 and steps[-1:] == [target],
         "one_record_per_update": steps == list(range(1, target + 1)),

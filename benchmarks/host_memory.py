@@ -8,7 +8,7 @@ auto``: bf16 on a CPU with bf16 instructions, else fp32; 2 threads, 4,096-token 
 for ``--updates`` updates and logs the resident set size next to the trainer's tokens/s
 every 10 updates (the largest size seen since the last line, sampled
 every 0.2 s). ``--jemalloc`` restarts the script under jemalloc with the settings the
-command line uses (``transformer.host_memory``). Prints the peak resident size (VmHWM)
+command line uses (``transformer.training.host_memory``). Prints the peak resident size (VmHWM)
 and the median tokens/s after the first 100 updates.
 """
 from __future__ import annotations
@@ -22,9 +22,9 @@ import tempfile
 import threading
 from pathlib import Path
 
-from transformer import host_memory
-from transformer.train_config import TrainConfig
-from transformer.trainer import Trainer
+from transformer.training import host_memory
+from transformer.training.recipes import recipe
+from transformer.training.loop import Trainer
 
 
 def main(argv=None):
@@ -42,11 +42,9 @@ def main(argv=None):
     allocator = (f"jemalloc ({os.environ.get('MALLOC_CONF', '')})" if "jemalloc" in preload
                  else "glibc malloc")
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = TrainConfig(out_dir=tmp, corpus="multi30k-en-de", preset="small",
-                          vocab_size=8000, max_tokens=4096, update_tokens=4096, warmup=400,
-                          lr_factor=0.5, precision=args.precision, threads=args.threads,
-                          max_updates=args.updates, save_every=10**9, eval_bleu_sentences=0,
-                          log_every=10, progress=False)
+        cfg = recipe("small", out_dir=tmp, precision=args.precision, threads=args.threads,
+                     max_updates=args.updates, time_limit_min=0, save_every=10**9,
+                     eval_bleu_sentences=0, progress=False)
         trainer = Trainer.from_config(cfg)
         log, window = trainer.log, {"max": 0.0}
         done = threading.Event()

@@ -21,8 +21,9 @@ import time
 
 import torch
 
-from transformer.train_config import TrainConfig
-from transformer.trainer import Trainer, make_optimizer
+from transformer.training.recipes import recipe
+from transformer.training.loop import Trainer
+from transformer.training.optimizers import make_optimizer
 
 
 def main() -> None:
@@ -33,10 +34,8 @@ def main() -> None:
     p.add_argument("--data-root", default=None, help="default: $TRANSFORMER_DATA")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
-        cfg = TrainConfig(out_dir=scratch, corpus="multi30k-en-de", data_root=args.data_root,
-                          preset="tiny", threads=args.threads, warmup=2000, lr_factor=1.789,
-                          model_overrides={"dropout": 0.2}, max_tokens=2048,
-                          update_tokens=2048, save_every=10**6, progress=False)
+        cfg = recipe("tiny", out_dir=scratch, data_root=args.data_root, optimizer="adam",
+                     threads=args.threads, save_every=10**6, progress=False)
         trainer = Trainer.from_config(cfg)
         optimizers = {"adam": trainer.optimizer, "muon": make_optimizer(trainer.model, "muon")}
         batches = iter(trainer.train_iter)

@@ -3,7 +3,7 @@
     python benchmarks/trainer_precision.py                      # Multi30k, 60 updates each
     python benchmarks/trainer_precision.py --updates 100 --threads 1
 
-Runs ``transformer.trainer.Trainer`` itself (token-bucketed Multi30k batches, label-smoothed
+Runs ``transformer.training.loop.Trainer`` itself (token-bucketed Multi30k batches, label-smoothed
 loss, fused Adam, the schedule) for ``--updates`` updates in each precision, in fresh
 folders that share one BPE vocabulary, and reports the median of the target tokens/s the
 trainer logs every 10 updates, skipping the first ``--skip`` logged values (warm-up).
@@ -22,16 +22,14 @@ from pathlib import Path
 import torch
 
 from transformer.tokenizer import Tokenizer
-from transformer.train_config import TrainConfig
-from transformer.trainer import Trainer
+from transformer.training.recipes import recipe
+from transformer.training.loop import Trainer
 
 
 def run(precision: str, out: Path, args, tokenizer=None) -> dict:
-    cfg = TrainConfig(out_dir=str(out), corpus=args.corpus, data_root=args.data_root,
-                      preset="small", vocab_size=8000, max_tokens=4096, update_tokens=4096,
-                      warmup=400, lr_factor=0.5, precision=precision, threads=args.threads,
-                      max_updates=args.updates, save_every=10**9, eval_bleu_sentences=0,
-                      log_every=10, progress=False)
+    cfg = recipe("small", out_dir=str(out), corpus=args.corpus, data_root=args.data_root,
+                 precision=precision, threads=args.threads, max_updates=args.updates,
+                 time_limit_min=0, save_every=10**9, eval_bleu_sentences=0, progress=False)
     started = time.perf_counter()
     Trainer.from_config(cfg, tokenizer=tokenizer).fit()
     wall = time.perf_counter() - started

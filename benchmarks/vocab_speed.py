@@ -27,8 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from transformer.train_config import TrainConfig
-from transformer.trainer import Trainer
+from transformer.training.recipes import recipe
+from transformer.training.loop import Trainer
 
 
 def recipe_trainer(vocab_size: int, scratch: Path, threads: int,
@@ -39,11 +39,9 @@ def recipe_trainer(vocab_size: int, scratch: Path, threads: int,
     (:meth:`Trainer.from_config`: the BPE vocabulary trained on Multi30k's train split, the
     batches, the model, Adam) in a run folder under ``scratch``. ``max_tokens=2048`` gives
     the updates of the current recipe (the warm-up does not change an update's time)."""
-    cfg = TrainConfig(out_dir=str(scratch / f"vocab{vocab_size}"), preset="tiny",
-                      vocab_size=vocab_size, precision="auto", warmup=1000, lr_factor=1.789,
-                      max_tokens=max_tokens, update_tokens=max_tokens, threads=threads,
-                      data_root=data_root,
-                      model_overrides={"dropout": 0.2}, progress=False, optimizer=optimizer)
+    cfg = recipe("tiny", out_dir=str(scratch / f"vocab{vocab_size}"), vocab_size=vocab_size,
+                 warmup=1000, max_tokens=max_tokens, update_tokens=max_tokens,
+                 threads=threads, data_root=data_root, progress=False, optimizer=optimizer)
     return Trainer.from_config(cfg)
 
 

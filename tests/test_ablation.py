@@ -1,15 +1,15 @@
-"""Table 3 at CPU scale (transformer.ablation, ``python -m transformer ablate``)."""
+"""Table 3 at CPU scale (transformer.tools.ablation, ``python -m transformer ablate``)."""
 import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
-from transformer import ablation
-from transformer.ablation import ROW_BY_NAME, ROWS, run_row, run_table, select_rows
+from transformer.tools import ablation
+from transformer.tools.ablation import ROW_BY_NAME, ROWS, run_row, run_table, select_rows
 from transformer.config import ModelConfig
 from transformer.schedule import no_warmup_lr, noam_lr
-from transformer.train_config import LossDiverged, TrainConfig, TrainingError
+from transformer.training.config import LossDiverged, TrainConfig, TrainingError
 
 from test_cli import write_corpus
 
@@ -107,14 +107,14 @@ def test_the_table_records_the_precision_auto_picked_and_keeps_to_it(corpus, tmp
     # Table 3's rows ask for --precision auto: bf16 on a CPU with bf16 instructions, fp32
     # on others. The file records which, and a machine that would pick the other refuses
     # to add rows to it (one table, one precision).
-    import transformer.trainer as trainer_module
+    import transformer.training.precision as precision_module
     settings = {k: v for k, v in TINY.items() if k != "precision"}
     out = tmp_path / "table"
-    monkeypatch.setattr(trainer_module, "cpu_has_native_bf16", lambda: False)
+    monkeypatch.setattr(precision_module, "cpu_has_native_bf16", lambda: False)
     data = run_table([], out, updates=3, corpus=str(corpus), device="cpu", **settings)
     assert ablation.TABLE_TRAIN["precision"] == "auto"
     assert data["provenance"]["shared"]["precision"] == "fp32"
-    monkeypatch.setattr(trainer_module, "cpu_has_native_bf16", lambda: True)
+    monkeypatch.setattr(precision_module, "cpu_has_native_bf16", lambda: True)
     with pytest.raises(TrainingError, match=r'results.json holds a table with other shared '
                                             r'settings \(.*"precision": "fp32"'):
         run_table([], out, updates=3, corpus=str(corpus), device="cpu", **settings)
@@ -122,7 +122,7 @@ def test_the_table_records_the_precision_auto_picked_and_keeps_to_it(corpus, tmp
 
 def test_a_diverged_row_is_recorded_not_raised(corpus, tmp_path, monkeypatch):
     from transformer.tokenizer import Tokenizer
-    from transformer.trainer import Trainer
+    from transformer.training.loop import Trainer
 
     def diverge(self, micro, n_tokens):
         raise LossDiverged("loss is nan at update 1: training stopped")

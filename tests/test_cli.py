@@ -1,7 +1,7 @@
 """The command line: options generated from TrainConfig, run folders that survive mistakes,
 and one-line errors (exit status 2, no traceback) that name the file or option at fault.
 
-Runs ``transformer.cli.main`` in this process on a synthetic corpus (no data needed)."""
+Runs ``transformer.tools.cli.main`` in this process on a synthetic corpus (no data needed)."""
 import argparse
 import dataclasses
 import io
@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer import cli
+from transformer.tools import cli
 from transformer.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from transformer.inference import load_model
-from transformer.run_folder import RunFolder
-from transformer.train_config import TrainConfig, flag, result_settings, run_settings
+from transformer.training.run_folder import RunFolder
+from transformer.training.config import TrainConfig, flag, result_settings, run_settings
 
 REPO = Path(__file__).resolve().parents[1]
 EN = "the a dog cat man woman runs sits on in under green red house tree big small".split()
@@ -125,12 +125,20 @@ def test_train_options_are_the_fields_of_train_config():
         action = by_dest[f.name]
         assert flag(f) in action.option_strings
         assert f.metadata["help"].replace("%", "%%") in action.help
-        default = TrainConfig().__getattribute__(f.name)
-        assert action.default == (None if isinstance(default, dict) else default), f.name
+        assert action.default == argparse.SUPPRESS, f.name     # so a recipe's value stays
     assert "--out" in by_dest["out_dir"].option_strings
     assert "--model" in by_dest["model_overrides"].option_strings
     help_text = train.format_help()
     assert "(default: 4096)" in help_text and "(default: multi30k-en-de)" in help_text
+
+
+def test_train_writes_a_summary_with_its_provenance(toy_runs):
+    summary = json.loads((toy_runs["a"] / "summary.json").read_text())
+    assert summary["step"] == 3 and summary["train"]["vocab_size"] == 120
+    assert summary["recipe"] is None and summary["params"] > 0
+    assert {"commit", "command", "cpu", "torch", "date"} <= set(summary["provenance"])
+    assert summary["provenance"]["command"].startswith("python -m transformer train --corpus")
+    assert summary["valid_loss"] == RunFolder(toy_runs["a"]).records()[-1]["valid_loss"]
 
 
 def test_train_command_round_trips_a_config(tmp_path):
@@ -140,9 +148,7 @@ def test_train_command_round_trips_a_config(tmp_path):
     command = cli.train_command(cfg)
     assert command[:6] == ["python", "-m", "transformer", "train", "--out", cfg.out_dir]
     assert "--no-progress" in command and "--compile" in command
-    args = cli.build_parser().parse_args(command[3:])
-    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)}
-    assert TrainConfig(**{**values, "model_overrides": values["model_overrides"] or {}}) == cfg
+    assert cli.train_config(cli.build_parser().parse_args(command[3:])) == cfg
     assert cli.train_command(cfg, "elsewhere")[5] == "elsewhere"
 
 
@@ -328,10 +334,10 @@ def test_average_of_checkpoints_with_different_vocabularies_is_refused(capsys, t
 # ------------------------------------------------------------ package boundaries
 def test_loading_a_model_does_not_import_the_trainer():
     code = ("import sys; from transformer import load_model, translate, Tokenizer; "
-            "assert 'transformer.trainer' not in sys.modules; "
-            "assert 'transformer.distributed' not in sys.modules; "
+            "assert 'transformer.training.loop' not in sys.modules; "
+            "assert 'transformer.training.distributed' not in sys.modules; "
             "import transformer; transformer.Trainer, transformer.TrainConfig; "
-            "assert 'transformer.trainer' in sys.modules")
+            "assert 'transformer.training.loop' in sys.modules")
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
                             text=True, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -356,14 +362,14 @@ def test_the_book_cache_key_hashes_every_module_and_the_result_settings(
     (package / "fast" / "new_module.py").write_text("X = 1\n")   # a module nobody listed
     assert runs.run_key(cfg) != key
     key = runs.run_key(cfg)
-    with open(package / "cli.py", "a") as f:
+    with open(package / "tools" / "cli.py", "a") as f:
         f.write("# changed\n")
     assert runs.run_key(cfg) != key
-    import transformer.trainer as trainer_module     # what --precision auto picks here
+    import transformer.training.precision as precision_module     # what --precision auto picks here
     on_cpu = dataclasses.replace(cfg, device="cpu")
-    monkeypatch.setattr(trainer_module, "cpu_has_native_bf16", lambda: True)
+    monkeypatch.setattr(precision_module, "cpu_has_native_bf16", lambda: True)
     bf16_key = runs.run_key(on_cpu)
-    monkeypatch.setattr(trainer_module, "cpu_has_native_bf16", lambda: False)
+    monkeypatch.setattr(precision_module, "cpu_has_native_bf16", lambda: False)
     assert runs.run_key(on_cpu) != bf16_key
 
 
@@ -393,7 +399,7 @@ def test_a_warning_on_the_command_line_is_one_line(tmp_path):
     # line. Here the one for bf16 on a CPU without bf16 instructions, forced on any CPU.
     args = train_args(write_corpus(tmp_path / "corpus"), tmp_path / "run", updates=2)
     args[args.index("--precision") + 1] = "bf16"
-    code = ("import runpy, sys; import transformer.trainer as t; "
+    code = ("import runpy, sys; import transformer.training.precision as t; "
             "t.cpu_has_native_bf16 = lambda: False; "
             f"sys.argv = ['transformer', *{args!r}, '--threads', '1']; "
             "runpy.run_module('transformer', run_name='__main__')")
@@ -412,7 +418,7 @@ def test_a_second_train_on_a_run_in_use_is_refused_until_its_writer_ends(
     out = tmp_path / "a"
     shutil.copytree(toy_runs["a"], out)
     holder = subprocess.Popen(                  # another process holding the run, as a train
-        [sys.executable, "-c", "import sys, time; from transformer.run_folder import RunFolder; "
+        [sys.executable, "-c", "import sys, time; from transformer.training.run_folder import RunFolder; "
          f"lock = RunFolder({str(out)!r}).lock(); print('locked', flush=True); time.sleep(60)"],
         stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
     try:
@@ -537,7 +543,7 @@ def test_a_missing_optional_package_is_one_line(capsys, tmp_path, monkeypatch):
 
 
 def test_ctrl_c_during_train_says_where_to_resume(capsys, toy_corpus, tmp_path, monkeypatch):
-    from transformer.trainer import Trainer
+    from transformer.training.loop import Trainer
     out, update = tmp_path / "run", Trainer.train_update
 
     def interrupted_at_3(self, *args):
@@ -594,13 +600,13 @@ def test_a_damaged_spm_model_is_rebuilt_from_the_newest_checkpoint(capsys, toy_c
 
 
 def test_both_console_entry_points_are_one(tmp_path):
-    # pyproject's `transformer` script and `python -m transformer` run transformer.cli.run
-    assert 'transformer = "transformer.cli:run"' in (REPO / "pyproject.toml").read_text()
+    # pyproject's `transformer` script and `python -m transformer` run transformer.tools.cli.run
+    assert 'transformer = "transformer.tools.cli:run"' in (REPO / "pyproject.toml").read_text()
     env = {**os.environ, "PYTHONPATH": str(REPO), "TRANSFORMER_MALLOC": "system"}
     (tmp_path / "file").write_text("")
     args = ["average", tmp_path / "missing.pt", "--out", tmp_path / "file" / "avg.pt"]
     for program in (["-m", "transformer"],
-                    ["-c", "import sys; from transformer.cli import run; sys.exit(run())"]):
+                    ["-c", "import sys; from transformer.tools.cli import run; sys.exit(run())"]):
         result = subprocess.run([sys.executable, *program, *map(str, args)], env=env,
                                 capture_output=True, text=True, timeout=120)
         assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr

@@ -8,7 +8,9 @@ from torch._dynamo.utils import counters
 from transformer import FastTransformer, ModelConfig
 from transformer.fast import FastLabelSmoothingLoss, SequenceLoss, compile_layers, fast_form
 from transformer.batching import BatchIterator
-from transformer.trainer import Trainer, TrainConfig, make_optimizer
+from transformer.training.config import TrainConfig
+from transformer.training.loop import Trainer
+from transformer.training.optimizers import make_optimizer
 
 CFG = ModelConfig(vocab_size=60, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2,
                   n_decoder_layers=2, dropout=0.0)

@@ -10,23 +10,20 @@ pytest.importorskip("onnxruntime")
 
 from transformer.data import load_corpus  # noqa: E402
 from transformer.decoding import beam_search, build_source_batch, greedy_decode  # noqa: E402
-from transformer.export import ExportError, OnnxModel, export_model  # noqa: E402
+from transformer.tools.export import ExportError, OnnxModel, export_model  # noqa: E402
 from transformer.fast import plain_form, record_attention  # noqa: E402
 from transformer.inference import load_model  # noqa: E402
-from transformer.train_config import TrainConfig  # noqa: E402
-from transformer.trainer import Trainer  # noqa: E402
+from transformer.training.recipes import recipe  # noqa: E402
+from transformer.training.loop import Trainer  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def trained(shared_data, tmp_path_factory):
     """A small model trained for 150 updates on Multi30k, and its export."""
     out = tmp_path_factory.mktemp("export-run")
-    cfg = TrainConfig(out_dir=str(out), data_root=str(shared_data), vocab_size=1000,
-                      max_tokens=2048, update_tokens=2048, max_updates=150, warmup=60,
-                      precision="fp32", threads=2, save_every=150, keep_last=1,
-                      eval_bleu_sentences=0, progress=False,
-                      model_overrides=dict(d_model=64, d_ff=128, n_heads=4,
-                                           n_encoder_layers=2, n_decoder_layers=2))
+    cfg = recipe("quick", out_dir=str(out), data_root=str(shared_data), max_tokens=2048,
+                 update_tokens=2048, max_updates=150, warmup=60, precision="fp32", threads=2,
+                 save_every=150, keep_last=1)
     Trainer.from_config(cfg).fit()
     model, tokenizer = load_model(out / "average.pt")
     export_model(model, tokenizer, out / "web")

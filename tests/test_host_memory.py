@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer import host_memory
+from transformer.training import host_memory
 
 
 @pytest.fixture

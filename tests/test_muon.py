@@ -11,8 +11,8 @@ import torch
 from transformer.checkpoint import load_checkpoint
 from transformer.config import ModelConfig
 from transformer.fast import FastTransformer
-from transformer.muon import MUON_SCALE, Muon, MuonWithAdam, newton_schulz
-from transformer.trainer import make_optimizer
+from transformer.training.muon import MUON_SCALE, Muon, MuonWithAdam, newton_schulz
+from transformer.training.optimizers import make_optimizer
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -6,7 +6,7 @@ from torch import nn
 
 from transformer import FastTransformer, ModelConfig, Transformer, fast_form
 from transformer.attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
-from transformer.interop import (copy_attention, to_torch_transformer, torch_decoder_layer,
+from transformer.tools.interop import (copy_attention, to_torch_transformer, torch_decoder_layer,
                                  torch_encoder_layer)
 from transformer.layers import DecoderLayer, EncoderLayer
 

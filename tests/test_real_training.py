@@ -14,8 +14,8 @@ from transformer.data import load_corpus
 from transformer.decoding import translate
 from transformer.evaluate import score
 from transformer.inference import load_model
-from transformer.train_config import TrainConfig
-from transformer.trainer import Trainer
+from transformer.training.config import TrainConfig
+from transformer.training.loop import Trainer
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -18,12 +18,13 @@ from transformer.checkpoint import (CheckpointError, average_checkpoints, load_c
 from transformer.config import ModelConfig
 from transformer.fast import FastTransformer
 from transformer.inference import load_model
-from transformer.run_folder import RunFolder
+from transformer.training.run_folder import RunFolder
 from transformer.schedule import noam_lr
-from transformer.train_config import TrainConfig, TrainingError
-import transformer.trainer as trainer_module
-from transformer.trainer import (Trainer, autocast, cpu_has_native_bf16, make_optimizer,
-                                 resolve_precision)
+from transformer.training.config import TrainConfig, TrainingError
+import transformer.training.precision as precision_module
+from transformer.training.loop import Trainer
+from transformer.training.optimizers import make_optimizer
+from transformer.training.precision import autocast, cpu_has_native_bf16, resolve_precision
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -34,8 +35,8 @@ REPO = Path(__file__).resolve().parents[1]
 WRAPPER = textwrap.dedent('''
     import builtins, os, sys, time
     import transformer.checkpoint as checkpoint
-    import transformer.run_folder as run_folder
-    from transformer import cli
+    import transformer.training.run_folder as run_folder
+    from transformer.tools import cli
 
     def stall(message):
         print(message, flush=True)
@@ -385,8 +386,8 @@ def test_native_bf16_is_what_the_cpu_flags_say(monkeypatch):
 def test_auto_precision_on_a_cpu_is_bf16_only_with_bf16_instructions(monkeypatch, native):
     # Without them PyTorch's bf16 matmul takes a generic path: an update of the 30-minute
     # recipe ran 18x slower than fp32 on an AVX2-only EPYC (trainer.cpu_has_native_bf16)
-    monkeypatch.setattr(trainer_module, "cpu_has_native_bf16", lambda: native)
-    monkeypatch.setattr(trainer_module, "_warned_slow_bf16", False)
+    monkeypatch.setattr(precision_module, "cpu_has_native_bf16", lambda: native)
+    monkeypatch.setattr(precision_module, "_warned_slow_bf16", False)
     cpu = torch.device("cpu")
     assert resolve_precision("auto", cpu) == ("bf16" if native else "fp32")
     assert resolve_precision("fp32", cpu) == "fp32"
@@ -425,15 +426,15 @@ def test_the_trainer_runs_auto_in_what_the_cpu_does_fast_and_says_so(corpus, tmp
 
 def test_resuming_in_another_precision_warns(corpus, tmp_path, one_thread, monkeypatch):
     # a run started on a CPU with bf16 instructions, resumed on one without (auto: fp32)
-    monkeypatch.setattr(trainer_module, "cpu_has_native_bf16", lambda: True)
+    monkeypatch.setattr(precision_module, "cpu_has_native_bf16", lambda: True)
     Trainer.from_config(_tiny_run(corpus, tmp_path / "run", max_updates=2)).fit()
-    monkeypatch.setattr(trainer_module, "cpu_has_native_bf16", lambda: False)
+    monkeypatch.setattr(precision_module, "cpu_has_native_bf16", lambda: False)
     with pytest.warns(RuntimeWarning, match=r"step_0000002.pt was trained in bf16; it "
                                             r"resumes in fp32 \(--precision auto"):
         trainer = Trainer.from_config(_tiny_run(corpus, tmp_path / "run", max_updates=4))
     assert trainer.step == 2 and trainer.precision == "fp32"
     trainer.close()                                    # it holds the run until it is run
-    monkeypatch.setattr(trainer_module, "cpu_has_native_bf16", lambda: True)
+    monkeypatch.setattr(precision_module, "cpu_has_native_bf16", lambda: True)
     with warnings.catch_warnings():
         warnings.simplefilter("error")                 # the same precision: no warning
         assert Trainer.from_config(_tiny_run(corpus, tmp_path / "run", max_updates=4)).step == 2
@@ -475,7 +476,7 @@ def test_a_diverging_run_stops_in_one_line_and_keeps_its_last_good_checkpoint(tm
 def test_the_divergence_rule_leaves_a_sound_loss_curve_alone():
     # The shape of the recipes' curves: from above ln V down to about 2, with noise, a
     # bump at the end of warm-up, and a plateau; then the same curve running away.
-    from transformer.trainer import DivergenceWatch
+    from transformer.training.loop import DivergenceWatch
     gen = torch.Generator().manual_seed(0)
     steps = torch.arange(1, 3001, dtype=torch.float64)
     sound = (2 + 8 * torch.exp(-steps / 400) + 0.3 * torch.randn(3000, generator=gen,

@@ -4,8 +4,13 @@ The paper's plain form: :mod:`.attention` (3.2), :mod:`.feedforward` (3.3),
 :mod:`.embedding` (3.4), :mod:`.positional` (3.5), :mod:`.layers` and :mod:`.model` (3.1),
 :mod:`.schedule` (5.3), :mod:`.loss` (5.4), :mod:`.decoding` (6.1). The same model run
 faster, with each speed-up tested equal to the plain form: :mod:`transformer.fast`.
-Training (imported on first use): :class:`Trainer`, :class:`TrainConfig`; loading a trained
-model: :func:`load_model`; translating and scoring: :func:`translate`, :func:`score`.
+Using a trained model: :mod:`.tokenizer`, :mod:`.data`, :mod:`.batching`,
+:mod:`.checkpoint`, :mod:`.inference` (:func:`load_model`), :mod:`.decoding`
+(:func:`translate`), :mod:`.evaluate` (:func:`score`), :mod:`.validation`.
+
+Training (section 5) is the subpackage :mod:`transformer.training`, imported on first use
+(:class:`Trainer`, :class:`TrainConfig`, the named recipes); the command line, the ONNX
+export, Table 3's ablation, interop and provenance are :mod:`transformer.tools`.
 """
 from .attention import MultiHeadAttention, scaled_dot_product_attention
 from .config import ModelConfig
@@ -20,7 +25,8 @@ from .schedule import noam_lr
 from .tokenizer import Tokenizer
 
 # The training stack (and torch.distributed) loads on first use: ``transformer.Trainer``.
-_LAZY = {"Trainer": "trainer", "TrainConfig": "train_config", "TrainingError": "train_config"}
+_LAZY = {"Trainer": "training.loop", "TrainConfig": "training.config",
+         "TrainingError": "training.config"}
 
 
 def __getattr__(name):

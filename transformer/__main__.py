@@ -1,5 +1,5 @@
 """``python -m transformer ...``: the command line, the same entry point as the
-``transformer`` console script (:func:`transformer.cli.run`)."""
-from .cli import run
+``transformer`` console script (:func:`transformer.tools.cli.run`)."""
+from .tools.cli import run
 
 run()

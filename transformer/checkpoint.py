@@ -28,6 +28,12 @@ class CheckpointError(RuntimeError):
 STEP_FILE = re.compile(r"^step_(\d+)\.pt$")
 
 
+def step_file(step: int) -> str:
+    """The file name of the checkpoint of update ``step``: ``step_0000200.pt`` (read back
+    by :data:`STEP_FILE`)."""
+    return f"step_{step:07d}.pt"
+
+
 def write_atomic(path: str | os.PathLike, data) -> Path:
     """Write ``data`` to ``path`` atomically: a temporary file in the same folder
     (``.<name>.<pid>.tmp``), flushed to disk, then renamed into place. A crash never

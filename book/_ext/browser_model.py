@@ -12,7 +12,7 @@
   announces). The runtime and the model load only when the reader asks.
 * The model: when the build has finished, the run chapters 7-9 use (``cached_run`` of
   ``book_run_config``, already trained by chapter 7) is exported with
-  :func:`transformer.export.export_model` into ``_static/model/``.
+  :func:`transformer.tools.export.export_model` into ``_static/model/``.
 
 Enabled from ``_config.yml``: ``sphinx: local_extensions: {browser_model: book/_ext}``.
 """
@@ -92,7 +92,7 @@ def _export_model(app, exception) -> None:
         return
     sys.path.insert(0, str(Path(app.srcdir) / "book"))
     try:
-        from transformer.export import export_model
+        from transformer.tools.export import export_model
         from transformer.inference import load_model
         from transformer_book import viz
         from transformer_book.runs import book_run_config, cached_run

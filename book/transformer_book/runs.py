@@ -18,7 +18,8 @@ from pathlib import Path
 
 import transformer
 from transformer.data import corpus_folders
-from transformer.train_config import TrainConfig, result_settings
+from transformer.training.config import TrainConfig, result_settings
+from transformer.training.recipes import recipe
 
 PACKAGE = Path(transformer.__file__).resolve().parent
 
@@ -37,7 +38,7 @@ def run_key(cfg: TrainConfig) -> str:
     """The cache key of ``cfg``: its result-defining settings, the precision it trains in
     here, the package's source, the corpus files (16 hex digits of a SHA-256)."""
     from transformer.inference import resolve_device
-    from transformer.trainer import resolve_precision
+    from transformer.training.precision import resolve_precision
     h = hashlib.sha256()
     h.update(json.dumps(result_settings(cfg), sort_keys=True).encode())
     h.update(resolve_precision(cfg.precision, resolve_device(cfg.device)).encode())  # auto's pick
@@ -53,7 +54,7 @@ def run_key(cfg: TrainConfig) -> str:
 
 def cached_run(cfg: TrainConfig) -> Path:
     """The folder of a finished run of ``cfg`` (trained now if not cached yet)."""
-    from transformer.trainer import Trainer
+    from transformer.training.loop import Trainer
     out = cache_root() / run_key(cfg)
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out.parent / f"{out.name}.lock", "w") as lock:
@@ -65,22 +66,7 @@ def cached_run(cfg: TrainConfig) -> Path:
 
 
 def book_run_config(quick: bool = False) -> TrainConfig:
-    """The run chapters 7-9 train and explore: the CPU preset on Multi30k, en->de.
-
-    Full: 800 updates of about 4,000 target tokens (6 epochs, 7-12 minutes on two quiet
-    cores with bf16 instructions; ``precision="auto"`` trains in fp32 on a CPU without
-    them): the first 800 updates of the README's 30-minute run of this preset (``make
-    train-small``), with the same settings. A fixed number of updates, not a time limit,
-    so the published model does not depend on how busy the machine was.
-    Quick (``BOOK_QUICK=1``, for tests): a tiny model for 40 updates.
-    """
-    if quick:
-        return TrainConfig(corpus="multi30k-en-de", vocab_size=1000, max_tokens=1024,
-                           update_tokens=1024, max_updates=40, warmup=20, save_every=10,
-                           keep_last=3, log_every=2, eval_bleu_sentences=0, progress=False,
-                           model_overrides=dict(d_model=64, d_ff=128, n_heads=4,
-                                                n_encoder_layers=2, n_decoder_layers=2))
-    return TrainConfig(corpus="multi30k-en-de", vocab_size=8000, max_tokens=4096,
-                       update_tokens=4096, max_updates=800, warmup=400, lr_factor=0.5,
-                       precision="auto", threads=2, save_every=50, keep_last=5, log_every=10,
-                       eval_every=100, eval_bleu_sentences=100, progress=False)
+    """The run chapters 7-9 train and explore: the recipe ``book``, or under
+    ``BOOK_QUICK=1`` (for tests) the toy recipe ``quick`` (both in
+    ``transformer/training/recipes.py``, where their settings are written)."""
+    return recipe("quick" if quick else "book")

@@ -15,7 +15,7 @@ import os
 import torch
 import torch.distributed as dist
 
-from .inference import resolve_device
+from ..inference import resolve_device
 
 
 # What torchrun (and any env:// launcher) sets for init_process_group to meet the others

@@ -8,13 +8,16 @@ scaled by ``MUON_SCALE * sqrt(max(rows, cols))``, which gives the update the RMS
 Adam update of ``MUON_SCALE`` (Liu et al., 2025, "Muon is scalable for LLM training",
 who use 0.2), so the trainer's learning rate of equation (3) drives both optimizers
 unchanged. 0.4 scored higher on Multi30k's valid split than 0.2 (README). The shared
-embedding / output matrix, the biases and the LayerNorm gains keep Adam(0.9, 0.98, 1e-9).
+embedding / output matrix, the biases and the LayerNorm gains keep the paper's Adam
+(:func:`~transformer.training.optimizers.paper_adam`).
 """
 from __future__ import annotations
 
 from collections import defaultdict
 
 import torch
+
+from .optimizers import paper_adam
 
 MUON_SCALE = 0.4
 
@@ -77,7 +80,7 @@ class MuonWithAdam:
             (muon if is_muon_parameter(name, p) else adam).append(p)
         if not muon:
             raise ValueError("--optimizer muon found no encoder or decoder layer matrices")
-        self.adam = torch.optim.Adam(adam, lr=0.0, betas=(0.9, 0.98), eps=1e-9, fused=True)
+        self.adam = paper_adam(adam)
         self.muon = Muon(muon, scale=scale)
 
     @property

@@ -2,7 +2,7 @@
 ablate | demo``.
 
 The options of ``train`` are generated from the fields of
-:class:`~transformer.train_config.TrainConfig` (name, type, default, help, choices and
+:class:`~transformer.training.config.TrainConfig` (name, type, default, help, choices and
 bounds from each field's metadata), and :func:`train_command` writes the command that
 reproduces a configuration. Errors in the user's input or files end the program with one
 line naming the file or option (exit status 2), not a traceback.
@@ -23,13 +23,14 @@ DESCRIPTION = """\
 Train, run and score the Transformer of "Attention Is All You Need" (English-German).
 
 examples:
-  python -m transformer train --preset small --corpus multi30k-en-de --out runs/small --time-limit-min 30
+  python -m transformer train --recipe tiny --out runs/tiny      # the 30-minute CPU recipe
+  python -m transformer train --recipe small --out runs/small --warmup 800
   echo "A man is riding a bike." | python -m transformer translate runs/small/average.pt
-  python -m transformer evaluate runs/small/average.pt --corpus multi30k-en-de --split test
+  python -m transformer evaluate runs/small/average.pt --corpus multi30k-en-de --split test --json score.json
   python -m transformer average runs/small/checkpoints --last 5 --out runs/small/avg5.pt
   python -m transformer ablate --rows A,B --updates 400 --out runs/table3
   python -m transformer ablate --budget gpu --base-seeds 2 --jobs 4 --out runs/table3_gpu
-  torchrun --nproc_per_node 8 -m transformer train --preset base --corpus wmt14 --out runs/base
+  torchrun --nproc_per_node 8 -m transformer train --recipe base-wmt14 --out runs/base
 
 Each command has --help.
 """
@@ -81,34 +82,46 @@ class _Overrides(argparse.Action):
     """``--model FIELD=VALUE``, repeatable, collected into a dict."""
 
     def __call__(self, parser, namespace, value, option_string=None):
-        setattr(namespace, self.dest, {**(getattr(namespace, self.dest) or {}), value[0]: value[1]})
+        setattr(namespace, self.dest,
+                {**(getattr(namespace, self.dest, None) or {}), value[0]: value[1]})
 
 
 def _train_fields():
-    from .train_config import TrainConfig
+    from ..training.config import TrainConfig
     hints = typing.get_type_hints(TrainConfig)
     return TrainConfig, [(f, hints[f.name]) for f in dataclasses.fields(TrainConfig)]
 
 
 def _add_train(sub):
-    from .train_config import flag
+    from ..training.config import flag
+    from ..training.recipes import RECIPES, describe
     TrainConfig, fields = _train_fields()
     defaults = TrainConfig()
-    p = sub.add_parser("train", help="train a model (resumes when --out holds a run)",
-                       formatter_class=HelpFormatter,
-                       description="Train an English-German Transformer (section 5). Running "
-                       "the same command again resumes from the newest complete checkpoint.")
+    p = sub.add_parser(
+        "train", help="train a model (resumes when --out holds a run)",
+        formatter_class=_DescribedHelpFormatter,
+        description="Train an English-German Transformer (section 5). Running the same "
+        "command again resumes from the newest complete checkpoint.\n\nWith --recipe NAME "
+        "the run is that recipe (transformer/training/recipes.py) and each option given "
+        "overrides its field; without it, an option left out takes the default shown.\n\n"
+        "recipes:\n" + "\n".join(f"  {describe(name)}" for name in RECIPES))
+    p.add_argument("--recipe", choices=list(RECIPES), default=None,
+                   help="a named run to start from (listed above); the options given "
+                        "override its fields")
     for f, hint in fields:
         meta, default = f.metadata, getattr(defaults, f.name)
         kind = next((t for t in typing.get_args(hint) if t is not type(None)), hint)
-        kw = dict(dest=f.name, help=meta["help"].replace("%", "%%"))
+        text = meta["help"].replace("%", "%%")
+        if "default:" not in text and default is not None:
+            text += f" (default: {'none' if kind is dict else default})"
+        # SUPPRESS: an option not given is absent, so a recipe's value stays
+        kw = dict(dest=f.name, help=text, default=argparse.SUPPRESS)
         if kind is bool:
-            kw.update(action=argparse.BooleanOptionalAction, default=default)
+            kw.update(action=argparse.BooleanOptionalAction)
         elif kind is dict:
-            kw.update(action=_Overrides, type=_override, default=None, metavar="FIELD=VALUE",
-                      help=kw["help"] + " (default: none)")
+            kw.update(action=_Overrides, type=_override, metavar="FIELD=VALUE")
         else:
-            kw.update(default=default, type=_bounded(kind, meta.get("min"), meta.get("max")))
+            kw.update(type=_bounded(kind, meta.get("min"), meta.get("max")))
             if "choices" in meta:
                 kw["choices"] = meta["choices"]
             else:
@@ -117,22 +130,35 @@ def _add_train(sub):
         p.add_argument(flag(f), **kw)
 
 
-def train_command(cfg, out: str | None = None) -> list[str]:
-    """The ``python -m transformer train`` arguments that reproduce TrainConfig ``cfg``
-    (``--out`` is ``out`` when given); fields at their default are left out."""
-    from .train_config import flag
+def train_config(args):
+    """The TrainConfig of a parsed ``train`` command: ``--recipe``'s (or the defaults) with
+    the options given."""
+    from ..training.recipes import recipe
     TrainConfig, fields = _train_fields()
-    defaults = TrainConfig()
-    args = ["python", "-m", "transformer", "train", "--out", str(out or cfg.out_dir)]
+    given = {f.name: getattr(args, f.name) for f, _ in fields if hasattr(args, f.name)}
+    return recipe(args.recipe, **given) if args.recipe else TrainConfig(**given)
+
+
+def train_command(cfg, out: str | None = None, recipe: str | None = None) -> list[str]:
+    """The ``python -m transformer train`` arguments that reproduce TrainConfig ``cfg``
+    (``--out`` is ``out`` when given): ``--recipe recipe`` and the fields that differ from
+    it, or without ``recipe`` the fields that differ from the defaults."""
+    from ..training.config import flag
+    from ..training.recipes import RECIPES
+    TrainConfig, fields = _train_fields()
+    base = RECIPES[recipe] if recipe else TrainConfig()
+    args = ["python", "-m", "transformer", "train"] + (["--recipe", recipe] if recipe else [])
+    args += ["--out", str(out or cfg.out_dir)]
     for f, _ in fields:
-        value = getattr(cfg, f.name)
-        if f.name == "out_dir" or value == getattr(defaults, f.name):
+        value, theirs = getattr(cfg, f.name), getattr(base, f.name)
+        if f.name == "out_dir" or value == theirs:
             continue
         name = flag(f)
         if isinstance(value, bool):
             args.append(name if value else "--no-" + name[2:])
         elif isinstance(value, dict):
-            args += [a for k, v in value.items() for a in (name, f"{k}={json.dumps(v)}")]
+            args += [a for k, v in value.items() if theirs.get(k, object()) != v
+                     for a in (name, f"{k}={json.dumps(v)}")]
         elif value is not None:
             args += [name, str(value)]
     return args
@@ -140,11 +166,9 @@ def train_command(cfg, out: str | None = None) -> list[str]:
 
 def cmd_train(args):
     """``train``: build the TrainConfig from the options, train (or resume), print the result."""
-    from .trainer import Trainer, TrainingError
-    TrainConfig, fields = _train_fields()
-    values = {f.name: getattr(args, f.name) for f, _ in fields}
-    values["model_overrides"] = values["model_overrides"] or {}
-    cfg = TrainConfig(**values)
+    from ..training.config import TrainingError
+    from ..training.loop import Trainer
+    cfg = train_config(args)
     trainer = Trainer.from_config(cfg)
     if trainer.dist.main:
         print(f"model: {trainer.model_cfg.extra.get('preset')} "
@@ -168,6 +192,13 @@ def cmd_train(args):
                                 f"{trainer.last_checkpoint_text()}") from None
         raise
     if trainer.dist.main:
+        from .provenance import provenance, write_record
+        write_record(trainer.run.summary_file, {
+            "provenance": provenance(shlex.join(["python", "-m", "transformer", *args.argv]),
+                                     trainer.device),
+            "recipe": args.recipe, "train": dataclasses.asdict(cfg),
+            "model": trainer.model_cfg.to_dict(), "params": trainer.model.num_parameters(),
+            **result})
         print(json.dumps(result))
 
 
@@ -185,7 +216,7 @@ def _decode_args(p):
 
 def _load(args):
     import torch
-    from .inference import load_model, resolve_device
+    from ..inference import load_model, resolve_device
     device = resolve_device(args.device)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -216,7 +247,7 @@ def read_sentences(path: str | None) -> list[str]:
 def cmd_translate(args):
     """``translate``: decode each input line with beam search (section 6.1), writing each
     translation as soon as it and the ones before it are done (a blank line stays blank)."""
-    from .decoding import doubt, translations
+    from ..decoding import doubt, translations
     model, tokenizer = _load(args)
     written = 0
     # opened before reading and decoding: a path that cannot be written fails at once
@@ -240,9 +271,9 @@ def cmd_translate(args):
 
 def cmd_evaluate(args):
     """``evaluate``: translate a corpus split and score it with sacrebleu BLEU and chrF."""
-    from .data import load_corpus
-    from .decoding import translate
-    from .evaluate import format_score, score
+    from ..data import load_corpus
+    from ..decoding import translate
+    from ..evaluate import format_score, score
     corpus = load_corpus(args.corpus, args.split, args.direction, args.data_root)
     model, tokenizer = _load(args)
     src, ref = corpus.src[:args.limit or None], corpus.tgt[:args.limit or None]
@@ -273,7 +304,7 @@ def cmd_evaluate(args):
 def cmd_average(args):
     """``average``: the element-wise mean of checkpoints (section 6.1) into ``--out``."""
     from pathlib import Path
-    from .checkpoint import average_checkpoints, save_checkpoint, step_checkpoints
+    from ..checkpoint import average_checkpoints, save_checkpoint, step_checkpoints
     paths = list(args.checkpoints)
     if len(paths) == 1 and Path(paths[0]).is_dir():
         paths = step_checkpoints(paths[0])
@@ -317,16 +348,12 @@ def cmd_demo(args):
     """A few training steps of a tiny model on real data: shapes and falling losses."""
     import tempfile
     import torch
-    from .train_config import TrainConfig
-    from .trainer import Trainer
+    from ..training.loop import Trainer
+    from ..training.recipes import recipe
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as out:
-        cfg = TrainConfig(out_dir=out, corpus="multi30k-en-de", vocab_size=1000,
-                          model_overrides=dict(d_model=64, d_ff=128, n_heads=4,
-                                               n_encoder_layers=2, n_decoder_layers=2),
-                          max_tokens=1024, update_tokens=1024, max_updates=args.steps,
-                          warmup=20, log_every=5, eval_bleu_sentences=0, progress=False,
-                          save_every=10**9)
+        cfg = recipe("quick", out_dir=out, max_updates=args.steps, log_every=5,
+                     save_every=10**9)
         trainer = Trainer.from_config(cfg)
         batch = next(iter(trainer.train_iter))
         print(f"batch: src {tuple(batch.src.shape)}, tgt_in {tuple(batch.tgt_in.shape)}, "
@@ -443,7 +470,7 @@ def run(argv=None):
     the command line under jemalloc when it is installed (see
     :mod:`transformer.host_memory`), warnings as one line each, as the errors are."""
     import warnings
-    from .host_memory import exec_with_jemalloc
+    from ..training.host_memory import exec_with_jemalloc
     exec_with_jemalloc()
     warnings.formatwarning = lambda message, *args, **kwargs: f"warning: {message}\n"
     try:
@@ -461,8 +488,8 @@ def main(argv=None):
     system's (a read-only or missing folder, a full disk) and a missing optional package;
     Ctrl-C ends it with a line saying what was kept and status 130."""
     args = build_parser().parse_args(argv)
-    from .checkpoint import CheckpointError
-    from .train_config import TrainingError
+    from ..checkpoint import CheckpointError
+    from ..training.config import TrainingError
     command = {"train": cmd_train, "translate": cmd_translate, "evaluate": cmd_evaluate,
                "average": cmd_average, "export": cmd_export, "ablate": cmd_ablate,
                "demo": cmd_demo}[args.command]

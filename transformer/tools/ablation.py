@@ -6,7 +6,7 @@ parameters. :data:`ROWS` are the same rows scaled to the CPU preset (``small``: 
 d_model=256, h=4, d_ff=1024), each paired with the paper row it scales, plus rows the
 paper does not have (post- vs pre-norm, each with and without warm-up; separate
 embeddings). :func:`run_table` trains every row with the same update budget and seed
-through :class:`~transformer.trainer.Trainer` (so a row resumes after a crash like any
+through :class:`~transformer.training.loop.Trainer` (so a row resumes after a crash like any
 run), scores it and appends it to one results file with its provenance; rows already
 in the file are skipped, so running the same command again finishes an interrupted
 table. ``python -m transformer ablate`` is the command line.
@@ -31,9 +31,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import ModelConfig
-from .provenance import cpu_name, git_commit
-from .train_config import LossDiverged, TrainConfig, TrainingError
+from ..config import ModelConfig
+from .provenance import git_commit
+from .provenance import provenance as machine_provenance
+from ..training.config import LossDiverged, TrainConfig, TrainingError
 
 PAPER_SOURCE = ("Vaswani et al. 2017, Table 3: newstest2013 (dev), per-wordpiece perplexity, "
                 "BLEU with beam 4 and no checkpoint averaging, params x 10^6")
@@ -211,7 +212,7 @@ class ResultsFile:
                                 f"move it away or use another --out folder") from None
 
     def write(self, data: dict) -> None:
-        from .checkpoint import write_atomic
+        from ..checkpoint import write_atomic
         write_atomic(self.path, (json.dumps(data, indent=1) + "\n").encode())
 
 
@@ -223,7 +224,7 @@ def done(data: dict, row: Row, seed: int) -> bool:
 def dev_perplexity(trainer) -> tuple[float, int]:
     """Per-wordpiece perplexity on the valid split: exp of the mean negative
     log-likelihood of each target token (no label smoothing), and the token count."""
-    from .fast import FastLabelSmoothingLoss, SequenceLoss
+    from ..fast import FastLabelSmoothingLoss, SequenceLoss
     nll = SequenceLoss(trainer.model, FastLabelSmoothingLoss(0.0, trainer.tokenizer.pad_id))
     trainer.model.eval()
     total, tokens = trainer.valid_sum(nll)
@@ -234,9 +235,9 @@ def run_row(row: Row, cfg: TrainConfig, tokenizer, *, beam: int = 4, alpha: floa
             bleu_sentences: int = 0) -> dict:
     """Train (or resume) ``row`` and score its last checkpoint on the valid split: dev
     perplexity, and sacreBLEU of beam search (as the paper: no checkpoint averaging)."""
-    from .decoding import translate
-    from .evaluate import score
-    from .trainer import Trainer
+    from ..decoding import translate
+    from ..evaluate import score
+    from ..training.loop import Trainer
     trainer = Trainer.from_config(cfg, tokenizer=tokenizer)
     entry = {"row": row.name, "group": row.group, "label": row.label, "seed": cfg.seed,
              "model": dict(row.model), "train": dict(row.train),
@@ -271,7 +272,7 @@ def run_row(row: Row, cfg: TrainConfig, tokenizer, *, beam: int = 4, alpha: floa
 def _row_in_child(name: str, cfg: TrainConfig, spm: str, kwargs: dict) -> dict:
     import resource
     import torch
-    from .tokenizer import Tokenizer
+    from ..tokenizer import Tokenizer
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     entry = run_row(ROW_BY_NAME[name], cfg, Tokenizer.load(spm), **kwargs)
@@ -316,9 +317,9 @@ def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int | Non
     must match the file's.
     """
     from concurrent.futures import FIRST_COMPLETED, wait
-    from .trainer import _nonempty, _train_tokenizer, resolve_precision
-    from .data import load_corpus
-    from .inference import resolve_device
+    from ..inference import resolve_device
+    from ..training.precision import resolve_precision
+    from ..training.prepare import load_split, train_tokenizer
     started = time.monotonic()
     budget_train(budget)                                   # a known budget
     if base_seeds < 1 or jobs < 1:
@@ -345,10 +346,8 @@ def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int | Non
                             f"({json.dumps(provenance.get('shared'))}); use another --out folder")
     spm = out / "spm.model"                   # one vocabulary for every row
     if not spm.exists():
-        train = _nonempty(load_corpus(probe.corpus, "train", probe.direction, probe.data_root),
-                          probe, "train")
-        tokenizer = _train_tokenizer(train, probe)
-        from .checkpoint import write_atomic
+        tokenizer = train_tokenizer(load_split(probe, "train"), probe)
+        from ..checkpoint import write_atomic
         write_atomic(spm, tokenizer.serialized())
     spm_sha = hashlib.sha256(spm.read_bytes()).hexdigest()
     if provenance.get("spm_sha256", spm_sha) != spm_sha:   # a copied file, a retrained BPE
@@ -356,17 +355,17 @@ def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int | Non
                             f"(SHA-256 {spm_sha[:12]}, the file's {provenance['spm_sha256'][:12]})"
                             f": use another --out folder")
     import torch
+    here = {k: v for k, v in machine_provenance(command, device).items()
+            if k not in ("commit", "command", "date")}     # each row has its commit
     provenance.update({
         "shared": shared, "budget": budget, "source": PAPER_SOURCE, "spm_sha256": spm_sha,
         "started": provenance.get("started") or _now(),
         "commands": list(dict.fromkeys([*provenance.get("commands", []),
                                         command or " ".join(sys.argv)])),
-        "cpu": cpu_name(), "torch": torch.__version__,
+        **here,                                    # cpu, torch (and gpu, cuda on a GPU)
         "threads": settings.get("threads") or torch.get_num_threads(),
         "device": settings.get("device", "auto"),
     })
-    if device.type == "cuda":
-        provenance.update(gpu=torch.cuda.get_device_name(device), cuda=torch.version.cuda)
     if jobs > 1:
         provenance["jobs"] = jobs      # rows trained at once: their tokens/s are shared
     data["provenance"] = provenance
@@ -429,7 +428,7 @@ def format_entry(entry: dict) -> str:
 
 def parameters(row: Row, vocab_size: int = 8000) -> int:
     """The parameter count of ``row``'s model, without building a trainer."""
-    from .model import Transformer
+    from ..model import Transformer
     return Transformer(ModelConfig.small(vocab_size=vocab_size, **row.model)).num_parameters()
 
 

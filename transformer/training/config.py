@@ -21,9 +21,9 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 
-from .config import PRESETS, ModelConfig
+from ..config import PRESETS, ModelConfig
+from ..data import DIRECTIONS
 
-DIRECTIONS = ("en-de", "de-en")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 

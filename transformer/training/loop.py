@@ -1,17 +1,18 @@
 """Section 5: the training loop.
 
-Adam with beta1=0.9, beta2=0.98, eps=1e-9 (5.3), the warm-up schedule of equation (3),
-label smoothing 0.1 and residual dropout (5.4), batches of about ``update_tokens``
-target tokens built by length bucketing and gradient accumulation (5.1). The same
-entry point runs on one CPU, one GPU, or several GPUs under ``torchrun``
-(DistributedDataParallel, one process per GPU; :mod:`transformer.distributed`).
+Adam (5.3, :mod:`.optimizers`), the warm-up schedule of equation (3), label smoothing 0.1
+and residual dropout (5.4), batches of about ``update_tokens`` target tokens built by
+length bucketing and gradient accumulation (5.1), in the precision :mod:`.precision`
+picks. The same entry point runs on one CPU, one GPU, or several GPUs under ``torchrun``
+(DistributedDataParallel, one process per GPU; :mod:`.distributed`).
 
 :class:`Trainer` is the update loop: hand it a model, an optimizer and batch iterators
-(and, to keep checkpoints and metrics, a :class:`~transformer.run_folder.RunFolder`).
+(and, to keep checkpoints and metrics, a :class:`~transformer.training.run_folder.RunFolder`).
 :meth:`Trainer.from_config` builds all of that from a :class:`TrainConfig`, as
-``python -m transformer train`` does: it reads the corpus, trains the BPE vocabulary,
-creates or checks the run folder and resumes from its newest complete checkpoint; on
-CPU with the same seed the losses then equal those of an uninterrupted run.
+``python -m transformer train`` does: :func:`~.prepare.prepare` reads the corpus, trains
+the BPE vocabulary and creates or checks the run folder; then the model and optimizer are
+built and the run resumes from its newest complete checkpoint; on CPU with the same seed
+the losses then equal those of an uninterrupted run.
 """
 from __future__ import annotations
 
@@ -19,113 +20,29 @@ import contextlib
 import dataclasses
 import math
 import random
-import tempfile
 import time
 import warnings
 from pathlib import Path
 
 import torch
 
-from .batching import BatchIterator
-from .data import ParallelCorpus, corpus_folder, load_corpus
+from ..batching import BatchIterator
+from ..checkpoint import step_file
+from ..data import ParallelCorpus
+from ..fast import FastLabelSmoothingLoss, FastTransformer, SequenceLoss, compile_layers
+from ..schedule import SCHEDULES, with_cooldown
+from ..tokenizer import Tokenizer
+from .config import LossDiverged, TrainConfig, TrainingError
 from .distributed import Distributed
-from .fast import FastLabelSmoothingLoss, FastTransformer, SequenceLoss, compile_layers
+from .optimizers import make_optimizer
+from .precision import autocast, resolve_precision
+from .prepare import prepare
 from .run_folder import RunFolder, run_identity
-from .schedule import SCHEDULES, with_cooldown
-from .tokenizer import Tokenizer
-from .train_config import LossDiverged, TrainConfig, TrainingError
 
-__all__ = ["Trainer", "TrainConfig", "TrainingError", "SequenceLoss", "make_optimizer",
-           "autocast", "resolve_precision", "cpu_has_native_bf16"]
+__all__ = ["Trainer", "DivergenceWatch"]
 
 
 # ----------------------------------------------------------------- helpers
-def cpu_has_native_bf16() -> bool:
-    """Whether this CPU has bf16 matrix instructions (x86's AVX512-BF16 or AMX-BF16).
-
-    Without them PyTorch multiplies bf16 matrices on a slow generic path: on a 2-core
-    AMD EPYC VM with AVX2 only (Zen 3, 2026-12-03) a (2048, 128) x (128, 512) product took
-    32 ms in bf16 against 2.5 ms in fp32, and an update of ``make train-tiny`` 18x longer
-    (275 against 4,925 target tokens/s). A torch too old to say (no
-    ``torch.cpu.get_capabilities``) reads the flags of /proc/cpuinfo, and when those cannot
-    be read either the answer is yes, as before the check existed.
-    """
-    if hasattr(torch.cpu, "get_capabilities"):
-        flags = {name for name, present in torch.cpu.get_capabilities().items() if present}
-    else:
-        try:
-            text = Path("/proc/cpuinfo").read_text()
-        except OSError:
-            return True
-        flags = set(next((line.split(":", 1)[1] for line in text.splitlines()
-                          if line.startswith("flags")), "").split())
-    return bool({"avx512_bf16", "amx_bf16"} & flags)
-
-
-_warned_slow_bf16 = False
-
-
-def resolve_precision(precision: str, device: torch.device) -> str:
-    """``precision`` with ``"auto"`` decided for ``device``: on a GPU bf16, or fp16 where
-    it has no bf16; on a CPU bf16 where it has bf16 instructions
-    (:func:`cpu_has_native_bf16`), else fp32. fp16 (with loss scaling) needs CUDA; an
-    explicit bf16 on a CPU without bf16 instructions runs, with a warning (once a process)."""
-    global _warned_slow_bf16
-    if precision != "auto":
-        if precision == "fp16" and device.type != "cuda":
-            raise ValueError("fp16 with loss scaling needs a CUDA device; on a CPU use auto, "
-                             "fp32 or bf16")
-        if precision == "bf16" and device.type == "cpu" and not _warned_slow_bf16 \
-                and not cpu_has_native_bf16():
-            _warned_slow_bf16 = True
-            warnings.warn("--precision bf16 on a CPU without AVX512-BF16 or AMX: bf16 matrix "
-                          "products run on a slow generic path here (an update can take 18x "
-                          "as long as in fp32); --precision auto picks fp32 on this CPU",
-                          RuntimeWarning)
-        return precision
-    if device.type == "cuda":
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-    return "bf16" if cpu_has_native_bf16() else "fp32"
-
-
-@contextlib.contextmanager
-def autocast(device: torch.device, precision: str):
-    """Mixed precision for the forward pass (master weights stay fp32), and on a CPU
-    PyTorch's "math" attention kernel.
-
-    At sentence lengths the math kernel's forward and backward are faster on a CPU than
-    the fused ("flash") CPU kernel: 2-3x in bf16 (benchmarks/train_throughput.py); in
-    fp32, at the ``tiny`` preset's shapes, 1.3-3.7x up to 40 keys (the fused kernel wins
-    from 48 or 96 keys on, depending on the allocator), and a whole update of
-    ``make train-tiny`` 1.11-1.23x (benchmarks/attention_kernel_speed.py,
-    benchmarks/README.md). So it is chosen in every precision.
-    """
-    with contextlib.ExitStack() as stack:
-        if precision != "fp32":
-            dtype = torch.bfloat16 if precision == "bf16" else torch.float16
-            stack.enter_context(torch.autocast(device.type, dtype=dtype))
-        if device.type == "cpu":
-            from torch.nn.attention import SDPBackend, sdpa_kernel
-            stack.enter_context(sdpa_kernel(SDPBackend.MATH))
-        yield
-
-
-def make_optimizer(model: torch.nn.Module, name: str = "adam"):
-    """Adam(beta1=0.9, beta2=0.98, eps=1e-9), section 5.3; lr is set every step.
-
-    ``fused=True`` updates all parameters in one kernel (about 10x faster than the
-    per-tensor loop on a CPU; same maths). ``name="muon"``: Muon for the layers' matrices,
-    Adam for the rest (:mod:`transformer.muon`; not the paper's).
-    """
-    if name == "muon":
-        from .muon import MuonWithAdam
-        return MuonWithAdam(model)
-    if name != "adam":
-        raise ValueError(f"unknown optimizer {name!r}; choose 'adam' or 'muon'")
-    return torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9,
-                            fused=True)
-
-
 def _python_rng_to_list():
     version, internal, gauss = random.getstate()
     return [version, list(internal), gauss]
@@ -134,32 +51,6 @@ def _python_rng_to_list():
 def _python_rng_from_list(state):
     version, internal, gauss = state
     return (version, tuple(internal), gauss)
-
-
-def _nonempty(corpus: ParallelCorpus, cfg: TrainConfig, split: str) -> ParallelCorpus:
-    if len(corpus) == 0:
-        where = ("wmt14" if cfg.corpus == "wmt14" else
-                 f"{corpus_folder(cfg.corpus, cfg.data_root)}/{split}.src and {split}.tgt")
-        raise TrainingError(f"the {split} split is empty: {where} hold no sentence pairs")
-    return corpus
-
-
-def _train_tokenizer(train: ParallelCorpus, cfg: TrainConfig) -> Tokenizer:
-    """The run's BPE vocabulary, trained in memory (nothing is written to the run yet)."""
-    with tempfile.TemporaryDirectory() as scratch:
-        try:
-            tok = Tokenizer.train(list(train.src) + list(train.tgt), Path(scratch) / "spm.model",
-                                  vocab_size=cfg.vocab_size, seed=cfg.seed)
-        except RuntimeError as exc:
-            message = str(exc)
-            if "Vocabulary size too high" in message or "vocab_size" in message.lower():
-                limit = message.rsplit("<=", 1)[-1].strip(" .") if "<=" in message else "?"
-                raise TrainingError(f"--vocab-size {cfg.vocab_size} is too large for the "
-                                    f"training split of {cfg.corpus}: its text allows at most "
-                                    f"{limit} pieces") from None
-            raise TrainingError(f"training the BPE vocabulary on {cfg.corpus} failed: "
-                                f"{message.splitlines()[0][:300]}") from None
-        return Tokenizer.from_serialized(tok.serialized())
 
 
 class DivergenceWatch:
@@ -272,55 +163,13 @@ class Trainer:
 
     @classmethod
     def _from_config(cls, cfg, tokenizer, dist, run, identity) -> "Trainer":
-        device = dist.device
-        resuming = run.exists()
-        if resuming:
-            run.check(identity)
-        torch.manual_seed(cfg.seed)
-        random.seed(cfg.seed)
-
-        train = _nonempty(load_corpus(cfg.corpus, "train", cfg.direction, cfg.data_root),
-                          cfg, "train")
-        valid = _nonempty(load_corpus(cfg.corpus, "valid", cfg.direction, cfg.data_root),
-                          cfg, "valid")
-        if resuming and run.tokenizer_file.exists():
-            own = run.tokenizer()
-            if tokenizer is not None and tokenizer.serialized() != own.serialized():
-                raise TrainingError(f"the tokenizer handed in is not {run.tokenizer_file}, "
-                                    f"the vocabulary of the run in {run.path}")
-            tokenizer = own
-        elif dist.main and tokenizer is None:
-            tokenizer = _train_tokenizer(train, cfg)
-        if tokenizer is not None and tokenizer.vocab_size != cfg.vocab_size:
-            raise TrainingError(f"the tokenizer has {tokenizer.vocab_size} pieces but "
-                                f"--vocab-size is {cfg.vocab_size}")
-        if dist.main:
-            iters = cls._iterators(cfg, tokenizer, train, valid)
-            if not (resuming and run.tokenizer_file.exists()):
-                run.create(identity, tokenizer)       # every check passed: a run now
-        dist.barrier()
-        if not dist.main:
-            tokenizer = run.tokenizer()
-            iters = cls._iterators(cfg, tokenizer, train, valid)
-
-        model = FastTransformer(cfg.model_config(tokenizer.vocab_size)).to(device)
-        trainer = cls(model, make_optimizer(model, cfg.optimizer), *iters, cfg, run=run, dist=dist,
-                      tokenizer=tokenizer, valid=valid)
+        data = prepare(cfg, dist, run, identity, tokenizer)
+        model = FastTransformer(cfg.model_config(data.tokenizer.vocab_size)).to(dist.device)
+        trainer = cls(model, make_optimizer(model, cfg.optimizer), data.train_iter,
+                      data.valid_iter, cfg, run=run, dist=dist, tokenizer=data.tokenizer,
+                      valid=data.valid)
         trainer.resume()
         return trainer
-
-    @staticmethod
-    def _iterators(cfg, tok, train, valid) -> tuple[BatchIterator, BatchIterator]:
-        train_iter = BatchIterator(tok.encode_batch(train.src), tok.encode_batch(train.tgt),
-                                   cfg.max_tokens, seed=cfg.seed, max_len=cfg.max_len,
-                                   pad_id=tok.pad_id, bos_id=tok.bos_id, eos_id=tok.eos_id)
-        if len(train_iter) == 0:
-            raise TrainingError(f"every training pair of {cfg.corpus} is longer than "
-                                f"--max-len {cfg.max_len} tokens: nothing to train on")
-        valid_iter = BatchIterator(tok.encode_batch(valid.src), tok.encode_batch(valid.tgt),
-                                   cfg.max_tokens, shuffle=False, pad_id=tok.pad_id,
-                                   bos_id=tok.bos_id, eos_id=tok.eos_id)
-        return train_iter, valid_iter
 
     def resume(self) -> Path | None:
         """Continue from the run folder's newest complete checkpoint, if any.
@@ -349,7 +198,7 @@ class Trainer:
         return None
 
     def _check_own(self, path: Path, state: dict) -> None:
-        from .config import ModelConfig
+        from ..config import ModelConfig
         problem = None
         try:
             theirs = ModelConfig.from_dict(state["model_config"]).to_dict()
@@ -560,7 +409,7 @@ class Trainer:
         if bar is not None:
             bar.close()
         saved = self.run.checkpoints() if self.run is not None else []
-        if not saved or saved[-1].name != f"step_{self.step:07d}.pt":
+        if not saved or saved[-1].name != step_file(self.step):
             self.save()
         final = self.evaluate()
         self.log({"step": self.step, **final, "final": True})
@@ -592,8 +441,8 @@ class Trainer:
         result = {"valid_loss": total / tokens if tokens else float("nan")}
         n = self.cfg.eval_bleu_sentences
         if n and self.dist.main and self.tokenizer is not None and self.valid is not None:
-            from .decoding import translate
-            from .evaluate import score
+            from ..decoding import translate
+            from ..evaluate import score
             hyps = translate(self.model, self.tokenizer, self.valid.src[:n], beam_size=1,
                              device=self.device)
             result["valid_bleu"] = score(hyps, self.valid.tgt[:n])["bleu"]

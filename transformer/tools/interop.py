@@ -19,9 +19,9 @@ import warnings
 import torch
 from torch import nn
 
-from .attention import MultiHeadAttention, causal_mask
-from .config import ModelConfig
-from .layers import DecoderLayer, EncoderLayer
+from ..attention import MultiHeadAttention, causal_mask
+from ..config import ModelConfig
+from ..layers import DecoderLayer, EncoderLayer
 
 
 def _check(cfg: ModelConfig) -> None:

@@ -33,10 +33,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .config import ModelConfig
-from .fast import plain_form, record_attention
-from .model import Transformer
-from .tokenizer import Tokenizer
+from ..config import ModelConfig
+from ..fast import plain_form, record_attention
+from ..model import Transformer
+from ..tokenizer import Tokenizer
 
 FORMAT = 1
 DECODING = {"beam_size": 4, "alpha": 0.6, "max_extra": 50, "stopping": "count",
@@ -184,7 +184,7 @@ def export_model(model: Transformer, tokenizer: Tokenizer, out: str | os.PathLik
 
 def export_checkpoint(path: str | os.PathLike, out: str | os.PathLike, **kwargs) -> dict:
     """:func:`export_model` of a checkpoint file (its model and tokenizer)."""
-    from .inference import load_model
+    from ..inference import load_model
     model, tokenizer = load_model(path)
     return export_model(model, tokenizer, out, source=Path(path).name, **kwargs)
 

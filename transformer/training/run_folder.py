@@ -7,6 +7,7 @@
     run/checkpoints/       step_<update>.pt, the last ``keep_last`` kept
     run/metrics.jsonl      one JSON object per logged update / evaluation
     run/average.pt         mean of the last checkpoints (section 6.1, written at the end)
+    run/summary.json       the finished run's figures, settings and provenance (``train``)
     run/train.lock         held by the ``train`` that writes the run (:meth:`RunFolder.lock`)
 
 ``run.json`` is written last, once every check has passed: a folder without it holds no
@@ -24,11 +25,12 @@ import warnings
 from pathlib import Path
 from typing import Iterator
 
-from .checkpoint import (CheckpointError, average_checkpoints, load_checkpoint,
-                         prune_checkpoints, save_checkpoint, step_checkpoints, write_atomic)
-from .data import resolve_corpus
-from .tokenizer import Tokenizer
-from .train_config import TrainConfig, TrainingError, run_settings
+from ..checkpoint import (CheckpointError, average_checkpoints, load_checkpoint,
+                          prune_checkpoints, save_checkpoint, step_checkpoints, step_file,
+                          write_atomic)
+from ..data import resolve_corpus
+from ..tokenizer import Tokenizer
+from .config import TrainConfig, TrainingError, run_settings
 
 
 def run_identity(cfg: TrainConfig) -> dict:
@@ -57,6 +59,7 @@ class RunFolder:
         self.checkpoint_dir = self.path / "checkpoints"
         self.metrics_file = self.path / "metrics.jsonl"
         self.average_file = self.path / "average.pt"
+        self.summary_file = self.path / "summary.json"
         self.lock_file = self.path / "train.lock"
 
     def __repr__(self) -> str:
@@ -191,7 +194,7 @@ class RunFolder:
 
     def save(self, state: dict, step: int, keep_last: int) -> Path:
         """Write the checkpoint of update ``step``; keep the newest ``keep_last``."""
-        path = save_checkpoint(state, self.checkpoint_dir / f"step_{step:07d}.pt")
+        path = save_checkpoint(state, self.checkpoint_dir / step_file(step))
         prune_checkpoints(self.checkpoint_dir, keep_last)
         return path
 

@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ..training.precision import BF16_INSTRUCTIONS
+
 __all__ = ["cpu_name", "git_commit", "provenance", "write_record"]
 
 
@@ -27,7 +29,7 @@ def cpu_name() -> str:
         info = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
         info = {k.strip(): v.strip() for k, v in info.items()}
         flags = info.get("Flags", "").split()
-        extras = [f for f in ("avx512_bf16", "amx_bf16") if f in flags]
+        extras = [f for f in BF16_INSTRUCTIONS if f in flags]
         return (f"{info.get('Model name', platform.processor())}, family "
                 f"{info.get('CPU family', '?')} model {info.get('Model', '?')}, "
                 f"{os.cpu_count()} CPUs" + (f", {' '.join(extras)}" if extras else ""))
@@ -74,7 +76,7 @@ def provenance(command: str | None = None, device=None) -> dict:
 
 def write_record(path, record: dict) -> Path:
     """Write ``record`` as indented JSON at ``path``, atomically; returns the path."""
-    from .checkpoint import write_atomic
+    from ..checkpoint import write_atomic
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, (json.dumps(record, indent=1) + "\n").encode())

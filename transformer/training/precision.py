@@ -1,0 +1,93 @@
+"""Mixed precision: which one a run trains in, on which hardware (sections 5.2-5.3 train
+in fp32 on GPUs; bf16 and fp16 are this project's speed-ups).
+
+:func:`resolve_precision` decides ``TrainConfig.precision="auto"`` for a device, reading
+the CPU's instructions (:func:`cpu_flags`, :func:`cpu_has_native_bf16`); :func:`autocast`
+is the forward pass's context in that precision.
+"""
+from __future__ import annotations
+
+import contextlib
+import warnings
+from pathlib import Path
+
+import torch
+
+# The x86 instructions that multiply bf16 matrices natively (lscpu / torch spelling).
+BF16_INSTRUCTIONS = ("avx512_bf16", "amx_bf16")
+
+
+def cpu_flags() -> set[str] | None:
+    """The instruction-set flags of this CPU, lower case (``avx2``, ``avx512_bf16``, ...):
+    torch's own view (``torch.cpu.get_capabilities``), or on a torch too old to say the
+    ``flags`` line of /proc/cpuinfo; None when neither can be read."""
+    if hasattr(torch.cpu, "get_capabilities"):
+        return {name for name, present in torch.cpu.get_capabilities().items() if present}
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    return set(next((line.split(":", 1)[1] for line in text.splitlines()
+                     if line.startswith("flags")), "").split())
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU has bf16 matrix instructions (x86's AVX512-BF16 or AMX-BF16,
+    :data:`BF16_INSTRUCTIONS`).
+
+    Without them PyTorch multiplies bf16 matrices on a slow generic path: on a 2-core
+    AMD EPYC VM with AVX2 only (Zen 3, 2026-12-03) a (2048, 128) x (128, 512) product took
+    32 ms in bf16 against 2.5 ms in fp32, and an update of ``make train-tiny`` 18x longer
+    (275 against 4,925 target tokens/s). When the flags cannot be read at all
+    (:func:`cpu_flags` is None) the answer is yes, as before the check existed.
+    """
+    flags = cpu_flags()
+    return True if flags is None else bool(set(BF16_INSTRUCTIONS) & flags)
+
+
+_warned_slow_bf16 = False
+
+
+def resolve_precision(precision: str, device: torch.device) -> str:
+    """``precision`` with ``"auto"`` decided for ``device``: on a GPU bf16, or fp16 where
+    it has no bf16; on a CPU bf16 where it has bf16 instructions
+    (:func:`cpu_has_native_bf16`), else fp32. fp16 (with loss scaling) needs CUDA; an
+    explicit bf16 on a CPU without bf16 instructions runs, with a warning (once a process)."""
+    global _warned_slow_bf16
+    if precision != "auto":
+        if precision == "fp16" and device.type != "cuda":
+            raise ValueError("fp16 with loss scaling needs a CUDA device; on a CPU use auto, "
+                             "fp32 or bf16")
+        if precision == "bf16" and device.type == "cpu" and not _warned_slow_bf16 \
+                and not cpu_has_native_bf16():
+            _warned_slow_bf16 = True
+            warnings.warn("--precision bf16 on a CPU without AVX512-BF16 or AMX: bf16 matrix "
+                          "products run on a slow generic path here (an update can take 18x "
+                          "as long as in fp32); --precision auto picks fp32 on this CPU",
+                          RuntimeWarning)
+        return precision
+    if device.type == "cuda":
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    return "bf16" if cpu_has_native_bf16() else "fp32"
+
+
+@contextlib.contextmanager
+def autocast(device: torch.device, precision: str):
+    """Mixed precision for the forward pass (master weights stay fp32), and on a CPU
+    PyTorch's "math" attention kernel.
+
+    At sentence lengths the math kernel's forward and backward are faster on a CPU than
+    the fused ("flash") CPU kernel: 2-3x in bf16 (benchmarks/train_throughput.py); in
+    fp32, at the ``tiny`` preset's shapes, 1.3-3.7x up to 40 keys (the fused kernel wins
+    from 48 or 96 keys on, depending on the allocator), and a whole update of
+    ``make train-tiny`` 1.11-1.23x (benchmarks/attention_kernel_speed.py,
+    benchmarks/README.md). So it is chosen in every precision.
+    """
+    with contextlib.ExitStack() as stack:
+        if precision != "fp32":
+            dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+            stack.enter_context(torch.autocast(device.type, dtype=dtype))
+        if device.type == "cpu":
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+            stack.enter_context(sdpa_kernel(SDPBackend.MATH))
+        yield

@@ -1,0 +1,91 @@
+"""The named training runs: ``python -m transformer train --recipe NAME [--field value ...]``.
+
+Each recipe is one :class:`~transformer.training.config.TrainConfig`, written here and
+nowhere else: the Makefile's ``train-*`` targets, the README's commands, the book
+(``book/transformer_book/runs.py``), the demo, the benchmarks and the tests name a recipe
+(and override a field or two) instead of copying its flags. A recipe's ``out_dir`` is
+``runs/<name>``; ``--out`` puts the run elsewhere. How a recipe's model is scored (beam,
+length penalty) belongs to ``evaluate``'s command (the Makefile's targets), not here.
+
+* ``tiny``: the 30-minute CPU recipe (``make train-tiny``; README, "Result on a CPU"): the
+  ``tiny`` preset (Wu et al.'s Transformer-tiny) with dropout 0.2 and Muon, updates of
+  2,048 target tokens, 30 minutes of training on 2 threads, checkpoints every 50 updates
+  and the last 7 averaged; each setting was chosen on the valid split (README).
+* ``small``: the CPU preset for 30 minutes (``make train-small``), for comparison.
+* ``book``: the run chapters 7-9 train and explore: the CPU preset for a fixed 800 updates
+  of 4,096 tokens (6 epochs, 7-12 minutes on two quiet cores with bf16 instructions; fp32
+  on a CPU without them), the first 800 updates of ``small`` with the same settings. A
+  fixed number of updates, not a time limit, so the published model does not depend on
+  how busy the machine was.
+* ``quick``: a toy: a 2+2-layer model of width 64 for 40 updates of 1,024 tokens on a
+  1,000-piece vocabulary (the book under ``BOOK_QUICK=1``, ``python -m transformer demo``
+  and the tests).
+* ``base-wmt14``: the paper's base model on WMT 2014 English-German, for GPUs (sections
+  5.1-5.4, 6.1): 37,000 shared BPE pieces, updates of 25,000 target tokens (3,125 a
+  micro-batch: 8, 4, 2 or 1 GPUs under ``torchrun`` reach 25,000 exactly, by gradient
+  accumulation), warm-up 4,000, 100,000 updates, the last 5 checkpoints averaged.
+
+Importing this module does not import torch.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+from .config import TrainConfig
+
+# The toy model of `quick`: two layers each side, width 64 (ModelConfig overrides).
+TOY_MODEL = dict(d_model=64, d_ff=128, n_heads=4, n_encoder_layers=2, n_decoder_layers=2)
+
+RECIPES: dict[str, TrainConfig] = {
+    "tiny": TrainConfig(
+        out_dir="runs/tiny", preset="tiny", corpus="multi30k-en-de", optimizer="muon",
+        model_overrides={"dropout": 0.2}, max_tokens=2048, update_tokens=2048,
+        warmup=2000, lr_factor=1.789, time_limit_min=30, precision="auto", threads=2,
+        save_every=50, keep_last=7, eval_every=2000),
+    "small": TrainConfig(
+        out_dir="runs/small", preset="small", corpus="multi30k-en-de", max_tokens=4096,
+        update_tokens=4096, warmup=400, lr_factor=0.5, time_limit_min=30, precision="auto",
+        threads=2, save_every=50, keep_last=5),
+    "book": TrainConfig(
+        out_dir="runs/book", preset="small", corpus="multi30k-en-de", vocab_size=8000,
+        max_tokens=4096, update_tokens=4096, max_updates=800, warmup=400, lr_factor=0.5,
+        precision="auto", threads=2, save_every=50, keep_last=5, log_every=10,
+        eval_every=100, eval_bleu_sentences=100, progress=False),
+    "quick": TrainConfig(
+        out_dir="runs/quick", corpus="multi30k-en-de", vocab_size=1000,
+        model_overrides=TOY_MODEL, max_tokens=1024, update_tokens=1024, max_updates=40,
+        warmup=20, save_every=10, keep_last=3, log_every=2, eval_bleu_sentences=0,
+        progress=False),
+    "base-wmt14": TrainConfig(
+        out_dir="runs/base-wmt14", preset="base", corpus="wmt14", vocab_size=37000,
+        max_tokens=3125, update_tokens=25000, warmup=4000, max_updates=100_000,
+        precision="auto", save_every=1000, keep_last=5, log_every=100, eval_every=5000),
+}
+
+
+def recipe(name: str, **overrides) -> TrainConfig:
+    """The recipe ``name`` (a fresh copy), with ``overrides`` (TrainConfig fields) applied;
+    ``model_overrides`` in ``overrides`` are added to the recipe's own. An unknown name
+    raises ``ValueError`` listing the recipes."""
+    if name not in RECIPES:
+        raise ValueError(f"--recipe: unknown recipe {name!r}; choose one of "
+                         f"{', '.join(RECIPES)}")
+    cfg = copy.deepcopy(RECIPES[name])
+    if "model_overrides" in overrides:
+        overrides["model_overrides"] = {**cfg.model_overrides, **overrides["model_overrides"]}
+    return dataclasses.replace(cfg, **overrides)
+
+
+
+def describe(name: str) -> str:
+    """One line on the recipe ``name``, read from its settings: what ``--help`` lists."""
+    cfg = RECIPES[name]
+    length = (f"{cfg.time_limit_min:g} min" if cfg.time_limit_min else
+              f"{cfg.max_updates:,} updates" if cfg.max_updates else "no limit")
+    model = "a toy model" if cfg.model_overrides.get("d_model") else f"the {cfg.preset} preset"
+    return (f"{name}: {model} on {cfg.corpus}, {length}, {cfg.update_tokens:,}-token "
+            f"updates, {cfg.optimizer}")
+
+
+__all__ = ["RECIPES", "TOY_MODEL", "recipe", "describe"]
