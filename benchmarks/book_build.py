@@ -29,7 +29,7 @@ def main(argv=None):
     p.add_argument("--json", help="write the record here (default: print it)")
     p.add_argument("--make", default="make", help="the make program")
     args = p.parse_args(argv)
-    from transformer.provenance import provenance, write_record
+    from transformer.tools.provenance import provenance, write_record
     with tempfile.TemporaryDirectory(prefix="book-cache-") as cache:
         env = {**os.environ, "TRANSFORMER_CACHE": cache}
         started = time.perf_counter()
