@@ -94,3 +94,28 @@ def test_the_results_page_renders_every_quoted_record():
     code = "\n".join("".join(c["source"]) for c in page["cells"] if c["cell_type"] == "code")
     shown = set(re.findall(r'"([a-z0-9_]+)"', code))
     assert set(results.QUOTED) <= shown, set(results.QUOTED) - shown
+
+
+@pytest.mark.parametrize("script, name, args", [
+    ("dropout_speed.py", "dropout_speed", ["--rows", "64", "--rounds", "1", "--calls", "1"]),
+    ("decode_speed.py", "decode_speed", ["--batch", "2", "--steps", "4", "--src-len", "3"]),
+])
+def test_a_benchmark_writes_a_record_the_docs_render(script, name, args, tmp_path, monkeypatch):
+    """`--record PATH` writes the figures with complete provenance and the wall time, in
+    the form the Results page and benchmarks/README.md render."""
+    import os
+    import subprocess
+    import sys
+    path = tmp_path / f"{name}.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    subprocess.run([sys.executable, str(REPO / "benchmarks" / script), *args, "--threads", "1",
+                    "--record", str(path)], check=True, capture_output=True, env=env, cwd=REPO)
+    record = json.loads(path.read_text())
+    assert not results.provenance_problems(record)
+    assert record["provenance"]["wall_s"] > 0 and record["provenance"]["device"] == "cpu"
+    assert f"--record {path}" in record["provenance"]["command"]
+    for other in results.RESULTS.glob("*.json"):
+        if other.name != path.name:
+            (tmp_path / other.name).write_text(other.read_text())
+    monkeypatch.setattr(results, "RESULTS", tmp_path)
+    assert results.speedups() and results.benchmarks()
