@@ -68,7 +68,7 @@ def book_run_config(quick: bool = False) -> TrainConfig:
 
     Full: 800 updates of about 4,000 target tokens (6 epochs, 7-12 minutes on two quiet
     cores with bf16 instructions; ``precision="auto"`` trains in fp32 on a CPU without
-    them): the first 800 updates of the README's 30-minute run of this preset (``make
+    them): the first 800 updates of the 30-minute run of this preset (``make
     train-small``), with the same settings. A fixed number of updates, not a time limit,
     so the published model does not depend on how busy the machine was.
     Quick (``BOOK_QUICK=1``, for tests): a tiny model for 40 updates.
