@@ -33,6 +33,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 import transformer.training.loop as loop_module
 from transformer.training.precision import cpu_has_native_bf16
 from vocab_speed import recipe_trainer       # make train-tiny's trainer (benchmarks/)
+from record import add_option, save
 
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "math": SDPBackend.MATH}
 TRAINER_AUTOCAST = loop_module.autocast        # mixed precision + the math kernel
@@ -59,7 +60,9 @@ def kernel_ms(backend, n_seq: int, length: int, causal: bool, dtype, reps: int) 
     return 1e3 * statistics.median(times)
 
 
-def kernels(tokens: int, reps: int) -> None:
+def kernels(tokens: int, reps: int) -> dict:
+    """Prints the kernel table; returns math's speed-up at 8-16 pieces in fp32 (low, high)."""
+    short = []
     dtypes = [torch.float32] + ([torch.bfloat16] if cpu_has_native_bf16() else [])
     for dtype in dtypes:
         print(f"kernel alone, {dtype}, forward + backward, ms (median of {reps})")
@@ -73,6 +76,9 @@ def kernels(tokens: int, reps: int) -> None:
                 row += [flash, math_, flash / math_]
             print(f"{length:>4} {n_seq:>9}  {row[0]:>13.2f} {row[1]:>6.2f} {row[2]:>6.2f}"
                   f"  {row[3]:>13.2f} {row[4]:>6.2f} {row[5]:>6.2f}")
+            if dtype == torch.float32 and length <= 16:
+                short += [row[2], row[5]]
+    return {"kernel_math_speedup_8_to_16_pieces": [round(min(short), 2), round(max(short), 2)]}
 
 
 def flash_autocast(device, precision):
@@ -83,7 +89,7 @@ def flash_autocast(device, precision):
     return stack
 
 
-def updates(scratch: Path, args) -> None:
+def updates(scratch: Path, args) -> dict:
     runs = {}
     for name in BACKENDS:                   # the same seed, so the same batches, in turn
         trainer = recipe_trainer(8000, scratch / name, args.threads, args.data_root,
@@ -108,6 +114,9 @@ def updates(scratch: Path, args) -> None:
     print(f"whole updates ({runs['math']['trainer'].precision}), median of {args.rounds} "
           f"rounds of {args.updates}: flash {flash:.3f} s, math {math_:.3f} s, "
           f"math is {flash / math_:.3f}x as fast")
+    return {"update_s": {"flash": round(flash, 4), "math": round(math_, 4)},
+            "math_speedup": round(flash / math_, 3),
+            "precision": runs["math"]["trainer"].precision}
 
 
 def main() -> None:
@@ -121,12 +130,16 @@ def main() -> None:
     p.add_argument("--data-root", default=None,
                    help="the data dir (default: as the trainer: $TRANSFORMER_DATA, else "
                         "../shared/data beside this checkout)")
+    add_option(p, "attention_kernel")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    if not args.skip_kernels:
-        kernels(args.tokens, args.reps)
+    figures = {} if args.skip_kernels else kernels(args.tokens, args.reps)
     with tempfile.TemporaryDirectory() as scratch:
-        updates(Path(scratch), args)
+        figures.update(updates(Path(scratch), args))
+    save(args.record, "PyTorch's fused ('flash') CPU attention kernel against its math "
+         "kernel: forward + backward at 8-16 pieces a sentence (fp32), and whole updates "
+         f"of make train-tiny (median of {args.rounds} rounds of {args.updates})", figures,
+         precision=figures.pop("precision"), threads=args.threads)
 
 
 if __name__ == "__main__":

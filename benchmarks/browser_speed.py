@@ -31,6 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "book"))
 sys.path.insert(0, str(REPO / "book" / "_ext"))
+from record import add_option, save  # noqa: E402  (benchmarks/record.py)
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8">
 <link rel="stylesheet" href="../_static/translator.css">
@@ -128,6 +129,7 @@ def main():
     parser.add_argument("--checkpoint", type=Path, help="default: the book's cached model")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (Python side)")
+    add_option(parser, "browser_speed")
     args = parser.parse_args()
     checkpoint = args.checkpoint
     if checkpoint is None:
@@ -156,6 +158,16 @@ def main():
           f"{python['greedy_ms']:.0f} ms, beam 4 {python['beam_ms']:.0f} ms; the CLI command "
           f"`python -m transformer translate --beam 4` {python['cli_s']:.1f} s with start-up")
     print(f"same beam-4 output: {browser['beam_text'] == python['beam_text']}")
+    save(args.record, "the model of --checkpoint in headless Chromium: download, time to a "
+         "ready model, and one 15-word sentence; then the same in Python",
+         {"checkpoint": str(checkpoint), "sentence": sentence,
+          "model_download_mb": round(download / 1e6, 1), "runtime_download_mb": round(runtime / 1e6, 1),
+          "ready_s": round(browser["ready_s"], 1),
+          "browser_ms": {"greedy": round(browser["greedy_ms"]), "beam4": round(browser["beam_ms"])},
+          "python_ms": {"greedy": round(python["greedy_ms"]), "beam4": round(python["beam_ms"])},
+          "cli_translate_s": round(python["cli_s"], 1),
+          "same_beam4_output": browser["beam_text"] == python["beam_text"]},
+         browser=f"Chromium {browser['chromium']}", threads=args.threads)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Eager against ``--compile`` (:func:`transformer.fast.compile_layers`) on this machine:
 updates of ``make train-tiny`` on Multi30k's real batches, every batch shape different.
 
-    python benchmarks/compile_speed.py --json book/results/compile_cpu.json
+    python benchmarks/compile_speed.py --record book/results/compile_cpu.json
 
 Two trainers with the same seed and batches; the compiled one first runs ``--warmup``
 updates (the compilations: the number of graphs is recorded and must stop growing),
@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from vocab_speed import recipe_trainer  # noqa: E402
 
 from transformer.fast import compile_layers  # noqa: E402
-from transformer.tools.provenance import provenance, write_record  # noqa: E402
+from record import add_option, save  # noqa: E402
+from transformer.tools.provenance import write_record  # noqa: E402
 
 
 def graphs_compiled() -> int:
@@ -49,7 +50,8 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--data-root", default=None)
-    p.add_argument("--json", help="write the result record here")
+    add_option(p, "compile_cpu")
+    p.add_argument("--json", dest="record", help=argparse.SUPPRESS)     # the old name
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
         eager = recipe_trainer(8000, Path(scratch) / "eager", args.threads, args.data_root, 2048,
@@ -67,22 +69,22 @@ def main(argv=None) -> int:
         for name, trainer in (("eager", eager), ("compiled", compiled)):
             times[name] += timed_updates(trainer, streams[name], args.updates)
     med = {name: statistics.median(t) for name, t in times.items()}
-    record = {
-        "provenance": {**provenance(), "precision": eager.precision, "threads": args.threads},
-        "what": "seconds per update of make train-tiny (tiny preset, 2,048-token updates, "
-                "Muon), eager vs transformer.fast.compile_layers, interleaved rounds",
+    figures = {
         "eager_s": med["eager"], "compiled_s": med["compiled"],
         "compiled_over_eager": med["compiled"] / med["eager"],
         "warmup_updates": args.warmup, "warmup_s": compile_s, "first_update_s": warm[0],
         "graphs_compiled": graphs, "graphs_compiled_after_timing": graphs_compiled(),
         "timed_updates": len(times["eager"]),
     }
+    record = save(None, "seconds per update of make train-tiny (tiny preset, 2,048-token "
+                  "updates, Muon), eager vs transformer.fast.compile_layers, interleaved rounds",
+                  figures, precision=eager.precision, threads=args.threads)
     print(f"eager {med['eager']:.3f} s/update, compiled {med['compiled']:.3f} "
           f"({record['compiled_over_eager']:.2f}x the time); {graphs} graphs compiled in "
           f"{compile_s:.0f} s, {record['graphs_compiled_after_timing']} after "
           f"{2 * len(times['compiled'])} more updates")
-    if args.json:
-        write_record(args.json, record)
+    if args.record:
+        write_record(args.record, record)
     return 0
 
 

@@ -17,10 +17,12 @@ Wall-clock times on a shared machine are noisy: other processes inflate them.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import torch
 
+from record import add_option, save
 from transformer import FastTransformer, KVCache, ModelConfig
 from transformer.decoding import beam_search, build_source_batch, greedy_decode
 
@@ -63,6 +65,7 @@ def main(argv=None):
     p.add_argument("--beam", type=int, default=4)
     p.add_argument("--repeats", type=int, default=1, help="best of N timings")
     p.add_argument("--seed", type=int, default=0)
+    add_option(p, "decode_speed")
     args = p.parse_args(argv)
     if args.steps < 1 or args.batch < 1 or args.src_len < 1 or args.steps < args.src_len:
         p.error("need --steps >= --src-len >= 1 and --batch >= 1")
@@ -106,6 +109,15 @@ def main(argv=None):
               f"{toks / secs:>8.0f}  {ratio}")
     print(f"\ncached and recomputed decoding chose the same token at {100 * agree:.1f}% of "
           f"positions (float32)")
+    options = " ".join(a for a in (argv if argv is not None else sys.argv[1:]))
+    row = {"command": options.split(" --record")[0] or "(defaults)", "preset": args.preset,
+           "kv_cache_speedup": round(t_full / t_cache, 2),
+           "beam4_over_greedy": round(t_beam / t_greedy, 2),
+           "cached_tokens_per_s": round(n_tok / t_cache), "same_tokens": agree}
+    save(args.record, f"greedy decoding of {args.batch} sources for {args.steps} tokens with "
+         f"the KV cache against recomputing the prefix, and beam {args.beam} against greedy; "
+         f"random weights, best of {args.repeats}", {"rows": [row]}, precision="fp32",
+         threads=args.threads)
 
 
 if __name__ == "__main__":

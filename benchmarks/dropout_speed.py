@@ -2,9 +2,10 @@
 as a bool tensor (``masked_fill`` with :func:`transformer.fast.dropout.drop_mask`), and
 :class:`transformer.fast.CheapDropout` (the same mask applied with a bitwise AND).
 
-    python benchmarks/dropout_speed.py [--rows 2000] [--threads 2]
+    python benchmarks/dropout_speed.py [--rows 2000] [--threads 2] [--record PATH]
 
-Rounds alternate the three; the best round of each is printed, in ms.
+Rounds alternate the three; the best round of each is printed, in ms, and recorded with
+``--record`` (benchmarks/record.py).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import time
 import torch
 import torch.nn.functional as F
 
+from record import add_option, save
 from transformer.fast.dropout import LEVELS, CheapDropout, drop_mask
 
 
@@ -25,6 +27,7 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--calls", type=int, default=50)
+    add_option(p, "dropout_speed")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     scale = LEVELS / (LEVELS - round(args.p * LEVELS))
@@ -34,6 +37,8 @@ def main() -> None:
         "bool mask (masked_fill)": lambda x: x.masked_fill(drop_mask(x.shape, args.p), 0) * scale,
         "CheapDropout (bitwise AND)": cheap,
     }
+    short = dict(zip(forms, ("nn.Dropout", "bool mask", "bitwise AND")))
+    ms = {}
     for dtype in (torch.bfloat16, torch.float32):
         x = torch.randn(args.rows, args.width, dtype=dtype, requires_grad=True)
         grad = torch.randn(args.rows, args.width, dtype=dtype)
@@ -48,6 +53,12 @@ def main() -> None:
               f"{args.threads} threads, forward + backward:")
         for name, seconds in best.items():
             print(f"  {name:28s} {seconds * 1e3:7.3f} ms")
+        ms[str(dtype).removeprefix("torch.").replace("bfloat16", "bf16").replace("float32", "fp32")] = {
+            short[name]: round(seconds * 1e3, 3) for name, seconds in best.items()}
+    save(args.record, f"residual dropout forward + backward at ({args.rows}, {args.width}), "
+         f"p {args.p}: nn.Dropout, the 16-bit mask as a bool tensor, and CheapDropout's "
+         f"bitwise AND; best of {args.rounds} rounds of {args.calls} calls, ms",
+         {"ms": ms}, threads=args.threads)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from record import add_option, save
 from transformer.training import host_memory
 from transformer.training.recipes import recipe
 from transformer.training.loop import Trainer
@@ -33,6 +34,7 @@ def main(argv=None):
     p.add_argument("--jemalloc", action="store_true", help="run under jemalloc")
     p.add_argument("--precision", default="auto")
     p.add_argument("--threads", type=int, default=2)
+    add_option(p, "host_memory")
     args = p.parse_args(argv)
     preload = os.environ.get("LD_PRELOAD", "")
     if args.jemalloc and "jemalloc" not in preload:
@@ -74,6 +76,17 @@ def main(argv=None):
     print(f"peak resident (VmHWM) {host_memory.resident_mb()[1]:.0f} MiB (set-up {before:.0f}, "
           f"closing validation and checkpoint {closing:.0f}); median "
           f"{statistics.median(rates):,.0f} target tokens/s after update 100")
+    # One row per allocator: a record already at --record keeps the other allocators' rows
+    # (run the script once under each, one after the other), each row with its command.
+    row = {"allocator": allocator, "peak_gb": round(host_memory.resident_mb()[1] / 1024, 2),
+           "tokens_per_s": round(statistics.median(rates)), "updates": args.updates,
+           "command": " ".join(["python", *sys.argv])}
+    old = json.loads(Path(args.record).read_text()) if args.record and Path(args.record).exists() else {}
+    rows = [r for r in old.get("rows", []) if r["allocator"] != allocator] + [row]
+    save(args.record, f"{args.updates} updates of the small preset with make train-small's "
+         "settings, one allocator after the other: peak resident size (VmHWM) and median "
+         "target tokens/s after update 100", {"rows": rows}, precision=trainer.precision,
+         threads=args.threads)
 
 
 if __name__ == "__main__":

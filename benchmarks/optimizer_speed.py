@@ -21,6 +21,7 @@ import time
 
 import torch
 
+from record import add_option, save
 from transformer.training.recipes import recipe
 from transformer.training.loop import Trainer
 from transformer.training.optimizers import make_optimizer
@@ -32,6 +33,7 @@ def main() -> None:
     p.add_argument("--updates", type=int, default=40)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--data-root", default=None, help="default: $TRANSFORMER_DATA")
+    add_option(p, "optimizer_speed")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         cfg = recipe("tiny", out_dir=scratch, data_root=args.data_root, optimizer="adam",
@@ -52,17 +54,22 @@ def main() -> None:
             return (time.perf_counter() - start) / n
 
         seconds_per_update(10)                                 # warm-up, not timed
-        ratios = []
+        ratios, rounds = [], []
         for r in range(args.rounds):
             times = {}
             for name, optimizer in optimizers.items():
                 trainer.optimizer = optimizer
                 times[name] = seconds_per_update(args.updates)
             ratios.append(times["muon"] / times["adam"])
+            rounds.append({"adam_s": round(times["adam"], 4), "muon_s": round(times["muon"], 4)})
             print(f"round {r}: adam {times['adam']:.3f} s, muon {times['muon']:.3f} s an "
                   f"update, {ratios[-1]:.2f}x", flush=True)
         print(f"muon / adam, median of {args.rounds} rounds: {statistics.median(ratios):.2f}x "
               f"(torch {torch.__version__}, {args.threads} threads)")
+        save(args.record, "make train-tiny's updates with Adam and with Muon + Adam in turn, "
+             "same batches and weights: seconds per update per round",
+             {"rounds": rounds, "muon_over_adam_median": round(statistics.median(ratios), 3)},
+             precision=trainer.precision, threads=args.threads)
 
 
 if __name__ == "__main__":

@@ -56,6 +56,7 @@ from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from record import add_option, save
 from transformer import FastTransformer, ModelConfig, sinusoidal_encoding
 from transformer.batching import collate, token_batches
 from transformer.tools.provenance import cpu_name
@@ -394,6 +395,7 @@ def main(argv=None):
                         "bucketing them by length as the trainer does")
     p.add_argument("--padded", action="store_true",
                    help="ours on the padded layout (FastTransformer(skip_padding=False))")
+    add_option(p, "train_throughput")
     args = p.parse_args(argv)
     if args.steps is None:
         args.steps = 2 if args.quick else 5
@@ -417,7 +419,31 @@ def main(argv=None):
     for result in results:
         report(result, peaks)
     print(f"\ntotal {time.perf_counter() - t0:.0f} s")
+    save(args.record, "one training step (forward, label-smoothed loss, backward, Adam) of "
+         "ours (the trainer's fast form) against torch.nn.Transformer and Hugging Face Marian, "
+         "same batches, medians of paired rounds; target tokens/s",
+         {"rows": record_rows(results), "matmul_peak_gflop_s": dict(peaks.best)},
+         threads=args.threads, transformers=transformers.__version__,
+         allocator=os.environ.get("LD_PRELOAD") or "glibc malloc")
     return 0
+
+
+def record_rows(results: list[dict]) -> list[dict]:
+    """One row per preset and precision: tokens/s of each model and ours' speed-ups."""
+    rows = []
+    for result in results:
+        speed = {(a[1], b): by_wall for (a, b), (by_wall, _) in result["speedups"].items()}
+        for dtype in dict.fromkeys(d for _, d in result["rows"]):
+            row = {"preset": result["preset"], "precision": dtype}
+            row.update({name: round(r["tok_s"]) for (name, d), r in result["rows"].items()
+                        if d == dtype})
+            for other in ("torch", "marian"):
+                if (dtype, (other, dtype)) in speed:
+                    row[f"ours_over_{other}"] = round(speed[dtype, (other, dtype)], 2)
+            if dtype == "bf16" and ("bf16", ("torch", "fp32")) in speed:
+                row["ours_bf16_over_torch_fp32"] = round(speed["bf16", ("torch", "fp32")], 2)
+            rows.append(row)
+    return rows
 
 
 if __name__ == "__main__":

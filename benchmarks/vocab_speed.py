@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from record import add_option, save
 from transformer.training.recipes import recipe
 from transformer.training.loop import Trainer
 
@@ -56,6 +57,7 @@ def main() -> None:
     p.add_argument("--data-root", default=None,
                    help="the data dir (default: as the trainer: $TRANSFORMER_DATA, else "
                         "../shared/data beside this checkout)")
+    add_option(p, "vocab_speed")
     args = p.parse_args()
 
     runs = {}
@@ -88,11 +90,19 @@ def main() -> None:
     base_rate = first["sentences"] / first["seconds"]
     print(f"{'vocabulary':>10} {'s/update':>9} {'pieces/sentence':>16} "
           f"{'sentences/update':>17} {'sentences/s':>12} ratio")
+    rows = []
     for v in args.vocab:
         run = runs[v]
         rate = run["sentences"] / run["seconds"]
         print(f"{v:>10} {run['seconds'] / run['updates']:>9.3f} {run['pieces']:>16.2f} "
               f"{run['sentences'] / run['updates']:>17.1f} {rate:>12.0f} {rate / base_rate:.3f}")
+        rows.append({"vocab": v, "s_per_update": round(run["seconds"] / run["updates"], 3),
+                     "pieces_per_sentence": round(run["pieces"], 2),
+                     "sentences_per_s": round(rate), "ratio": round(rate / base_rate, 3)})
+    save(args.record, f"make train-tiny's {args.max_tokens}-token updates at "
+         f"{len(args.vocab)} BPE vocabulary sizes: sentences per second, "
+         f"{args.rounds} rounds of {args.updates} updates", {"rows": rows},
+         precision=first["trainer"].precision, threads=args.threads)
 
 
 if __name__ == "__main__":

@@ -61,7 +61,7 @@ def test_the_command_line_restarts_and_runs():
 def test_training_memory_stays_flat(tmp_path, shared_data):
     # 150 updates of the tiny preset's model through the command line, as users run it.
     # With jemalloc's purging switched off this peaked at 6.1 GB (24 GB by update 460);
-    # with JEMALLOC_CONF it stays near 1.3 GB (benchmarks/README.md, "Host memory").
+    # with JEMALLOC_CONF it stays near 1.3 GB (docs/notes/2026-12-benchmarks.md, "Host memory").
     # An intermediate process measures the peak of its one child (ru_maxrss, KiB).
     train = [sys.executable, "-m", "transformer", "train", "--preset", "tiny",
              "--corpus", "multi30k-en-de", "--data-root", str(shared_data),

@@ -442,7 +442,7 @@ def test_resuming_in_another_precision_warns(corpus, tmp_path, one_thread, monke
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 def test_cpu_autocast_picks_the_math_attention_kernel(precision):
-    # the fused CPU kernel is 2-3.7x slower at sentence lengths (benchmarks/README.md)
+    # the fused CPU kernel is 2-3.7x slower at sentence lengths (book/results/attention_kernel.json)
     assert torch.backends.cuda.flash_sdp_enabled()
     with autocast(torch.device("cpu"), precision):
         assert torch.backends.cuda.math_sdp_enabled()

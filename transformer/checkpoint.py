@@ -87,7 +87,7 @@ def _write_failure(exc: RuntimeError, path: Path) -> OSError:
 def save_checkpoint(state: dict, path: str | os.PathLike) -> Path:
     """Write ``state`` to ``path`` with :func:`write_atomic` (``torch.save`` format),
     streamed into the file: no in-memory copy of the checkpoint (which stayed resident
-    after every save, 0.35 GB for the CPU preset; benchmarks/README.md, "Host memory")."""
+    after every save, 0.35 GB for the CPU preset; docs/notes/2026-12-benchmarks.md, "Host memory")."""
     return write_atomic(path, lambda f: torch.save(state, f))
 
 

@@ -15,9 +15,9 @@ is slow there, and made the compiled step slower than eager (benchmarks/compile_
 :func:`drop_mask` is that mask in its readable, boolean form. The layer itself applies the
 same mask through :func:`keep_bits`, integers of the input's width that are all ones where
 a value is kept: one bitwise AND then zeroes the dropped values. Ops on bool tensors are
-slow on CPU: forward + backward of a (2000, 128) bf16 tensor took 1.42 ms with the bool
-mask and ``masked_fill``, 0.73 ms with the AND (``nn.Dropout``: 2.93 ms; 2-vCPU AMD EPYC
-Zen 4, benchmarks/dropout_speed.py, benchmarks/README.md).
+slow on a CPU: the AND is much faster than the bool mask with ``masked_fill``, and both
+than ``nn.Dropout`` (benchmarks/dropout_speed.py; its record is
+book/results/dropout_speed.json).
 """
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ class _MaskedScale(torch.autograd.Function):
 
 class CheapDropout(nn.Dropout):
     """``nn.Dropout(p)`` with the 16-bit mask of :func:`drop_mask` on CPU (1.6-4x faster
-    there, benchmarks/README.md), compiled or not; ``F.dropout`` on other devices."""
+    there, docs/notes/2026-12-benchmarks.md), compiled or not; ``F.dropout`` on other devices."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or self.p == 0.0:

@@ -326,7 +326,7 @@ def cmd_export(args):
 
 
 def cmd_ablate(args):
-    """``ablate``: Table 3's rows at CPU scale, one results file (transformer.ablation)."""
+    """``ablate``: Table 3's rows at CPU scale, one results file (transformer.tools.ablation)."""
     import shlex
     from .ablation import run_table, select_rows
     rows = select_rows(args.rows)
@@ -406,7 +406,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .ablation import GROUPS
     p = sub.add_parser("ablate", help="Table 3 (section 6.2) at CPU or GPU scale: one row "
                        "per changed setting", formatter_class=HelpFormatter,
-                       description="Train the rows of transformer.ablation.ROWS with one "
+                       description="Train the rows of transformer.tools.ablation.ROWS with one "
                        "update budget and seed (the base first, then the rows with a paper "
                        "value, then the others), score each on the valid split and write "
                        "OUT/results.json. Running the same command again skips finished rows "
@@ -468,7 +468,7 @@ def _describe(exc: OSError) -> str:
 def run(argv=None):
     """``python -m transformer`` and the ``transformer`` console script, one entry point:
     the command line under jemalloc when it is installed (see
-    :mod:`transformer.host_memory`), warnings as one line each, as the errors are."""
+    :mod:`transformer.training.host_memory`), warnings as one line each, as the errors are."""
     import warnings
     from ..training.host_memory import exec_with_jemalloc
     exec_with_jemalloc()

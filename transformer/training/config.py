@@ -3,7 +3,7 @@
 Every field of :class:`TrainConfig` carries its metadata:
 
 * ``help``: the text ``python -m transformer train --help`` shows (the command line is
-  generated from these fields, see :mod:`transformer.cli`);
+  generated from these fields, see :mod:`transformer.tools.cli`);
 * ``run``: the field defines the run. A run folder stores these (``run.json``); resuming
   with a different value is refused, because the result would be neither run;
 * ``result``: the field changes what the run produces (weights, metrics) without defining

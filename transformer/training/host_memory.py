@@ -7,7 +7,7 @@ the working set is under 2 GB. jemalloc hands unused pages back to the system af
 few seconds; its ``background_thread:true`` does that in a thread of its own instead of
 inside the training thread's allocations, so memory stays flat at the working set and
 the run keeps glibc's speed within 3% (1,000 updates of the CPU preset: 1.56 GB peak,
-2.2% fewer tokens/s; benchmarks/README.md, "Host memory"). Switching the
+2.2% fewer tokens/s; docs/notes/2026-12-benchmarks.md, "Host memory"). Switching the
 purging off (``dirty_decay_ms:-1``) looked faster over a few hundred updates, but then
 the resident size grows without bound for some models (24 GB after 460 updates of a
 d_model = 128 model): keep pages flowing back.

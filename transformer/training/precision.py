@@ -35,10 +35,9 @@ def cpu_has_native_bf16() -> bool:
     """Whether this CPU has bf16 matrix instructions (x86's AVX512-BF16 or AMX-BF16,
     :data:`BF16_INSTRUCTIONS`).
 
-    Without them PyTorch multiplies bf16 matrices on a slow generic path: on a 2-core
-    AMD EPYC VM with AVX2 only (Zen 3, 2026-12-03) a (2048, 128) x (128, 512) product took
-    32 ms in bf16 against 2.5 ms in fp32, and an update of ``make train-tiny`` 18x longer
-    (275 against 4,925 target tokens/s). When the flags cannot be read at all
+    Without them PyTorch multiplies bf16 matrices on a slow generic path, far slower than
+    fp32 (the record ``book/results/bf16_without_instructions.json``, on the Results page:
+    a matrix product and an update of ``make train-tiny``, in bf16 and in fp32). When the flags cannot be read at all
     (:func:`cpu_flags` is None) the answer is yes, as before the check existed.
     """
     flags = cpu_flags()
@@ -81,7 +80,7 @@ def autocast(device: torch.device, precision: str):
     fp32, at the ``tiny`` preset's shapes, 1.3-3.7x up to 40 keys (the fused kernel wins
     from 48 or 96 keys on, depending on the allocator), and a whole update of
     ``make train-tiny`` 1.11-1.23x (benchmarks/attention_kernel_speed.py,
-    benchmarks/README.md). So it is chosen in every precision.
+    records on the Results page). So it is chosen in every precision.
     """
     with contextlib.ExitStack() as stack:
         if precision != "fp32":

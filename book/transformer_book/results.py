@@ -1,0 +1,316 @@
+"""The result records in ``book/results/``: load them, check their provenance, render them.
+
+Every table of measured figures in the docs comes from here, never typed: the book's
+Results page (``book/appendix_results.ipynb``) shows these tables, and
+
+    python -m transformer_book.results            # rewrite the generated blocks
+    python -m transformer_book.results --check    # exit 1 if a block differs from the records
+
+rewrites the blocks between ``<!-- results:NAME -->`` and ``<!-- /results:NAME -->`` in
+``README.md`` and ``benchmarks/README.md`` (``tests/test_results.py`` runs the check).
+
+A record is a JSON object with a ``provenance`` object. One a command wrote holds the
+commit, the command, the CPU, torch and the date (``transformer.tools.provenance``); one
+transcribed from the experiment notes says where from in ``transcribed`` and holds the same
+fields as the notes give them; a figure published elsewhere holds ``published`` and ``date``.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+REPO = RESULTS.parents[1]
+SITE = "https://attention-book.github.io/transformer"
+MEASURED = ("commit", "command", "cpu", "torch", "date")
+
+
+def provenance_problems(record: dict) -> list[str]:
+    """What the record's provenance lacks; empty when it is complete."""
+    prov = record.get("provenance")
+    if not isinstance(prov, dict) or not prov:
+        return ["no provenance"]
+    if "entries" in record:          # several runs, each with its own provenance
+        if "transcribed" not in prov:
+            return ["provenance.transcribed (where its entries come from)"]
+        return [f"entry {i}: {p}" for i, e in enumerate(record["entries"])
+                for p in provenance_problems(e)]
+    if "published" in prov:          # a published figure, not measured here
+        return [] if prov.get("date") else ["provenance.date"]
+    fields = dict(prov)
+    fields.setdefault("command", prov.get("commands"))
+    fields.setdefault("date", prov.get("finished"))
+    rows = record.get("rows") or []
+    if "commit" not in fields and rows and all(r.get("commit") for r in rows):
+        fields["commit"] = "per row"
+    return [f"provenance.{k}" for k in MEASURED if not fields.get(k)]
+
+
+def load(name: str) -> dict:
+    """The record ``book/results/NAME.json``; raises if it is missing or lacks provenance."""
+    path = RESULTS / f"{name}.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such result record")
+    record = json.loads(path.read_text())
+    problems = provenance_problems(record)
+    if problems:
+        raise ValueError(f"{path}: incomplete provenance: {', '.join(problems)}")
+    return record
+
+
+def provenance_text(record: dict) -> str:
+    """One line: where the record's figures come from."""
+    prov = record["provenance"]
+    if "entries" in record:
+        return f"Each run's provenance is in its row; *{prov['transcribed']}*."
+    if "published" in prov:
+        return f"Source: {prov['published']} ({prov['date']})."
+    command = prov.get("command") or "; ".join(prov.get("commands", []))
+    commit = prov.get("commit") or "per row: " + ", ".join(
+        sorted({r["commit"] for r in record.get("rows", [])}))
+    date = prov.get("date") or f"{prov.get('started')} to {prov.get('finished')}"
+    extra = "".join(f", {k} {prov[k]}" for k in ("precision", "allocator", "wall", "wall_s")
+                    if k in prov)
+    text = (f"`{command}` at commit {commit}; {prov['cpu']}; torch {prov['torch']}; "
+            f"{date}{extra}.")
+    if "transcribed" in prov:
+        text += f" *{prov['transcribed'][0].upper()}{prov['transcribed'][1:]}.*"
+    return text
+
+
+def _table(header: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _x(v: float) -> str:
+    return f"{v:.2f}x"
+
+
+# ---- the figures, one function per record ---------------------------------------------
+
+def headline() -> str:
+    """The README's one-line result."""
+    tiny, anchors = load("tiny_recipe"), load("anchors")
+    beam = tiny["test"]["beam4_alpha1.0"]
+    others = " and ".join(f"{s['name']}'s {s['bleu']}" for s in anchors["systems"])
+    return (f"**{beam['bleu']} BLEU** (chrF2 {beam['chrf']}) on Multi30k's English→German "
+            f"test split after 30 minutes of training on two CPU cores (`make train-tiny`, "
+            f"{tiny['params']:,} parameters); for scale, {others} on the same sentences.")
+
+
+def recipes() -> str:
+    """The recipes' test scores against the published anchors."""
+    rows = []
+    for name, target in (("tiny_recipe", "make train-tiny"), ("small_recipe", "make train-small")):
+        r = load(name)
+        beam_key = next(k for k in r["test"] if k.startswith("beam"))
+        beam, greedy = r["test"][beam_key], r["test"]["greedy"]
+        rows.append([f"`{target}` ({r['params']:,} parameters, {r['updates']:,} updates)",
+                     f"**{beam['bleu']}** / {beam['chrf']}", f"{greedy['bleu']} / {greedy['chrf']}"])
+    for s in load("anchors")["systems"]:
+        rows.append([f"{s['name']} (published)", s["bleu"], ""])
+    return _table(["system", "test BLEU / chrF2, beam 4", "greedy"], rows)
+
+
+def train_throughput() -> str:
+    r = load("train_throughput")
+    rows = [[f"{x['preset']}, {x['precision']}", f"{x['ours']:,}", f"{x['torch']:,}",
+             f"{x['marian']:,}", _x(x["ours_over_torch"]), _x(x["ours_over_marian"]),
+             _x(x["ours_bf16_over_torch_fp32"]) if "ours_bf16_over_torch_fp32" in x else ""]
+            for x in r["rows"]]
+    return _table(["preset, precision", "ours tok/s", "torch tok/s", "Marian tok/s",
+                   "ours / torch", "ours / Marian", "ours bf16 / torch fp32"], rows)
+
+
+def precision() -> str:
+    tp, no = load("trainer_precision"), load("bf16_without_instructions")
+    return _table(["CPU", "fp32 tok/s", "bf16 tok/s", "bf16 / fp32"], [
+        ["with bf16 instructions (AVX512-BF16)", f"{tp['fp32_tokens_per_s']:,}",
+         f"{tp['bf16_tokens_per_s']:,}", _x(tp["bf16_over_fp32"])],
+        ["without (AVX2 only)", f"{no['fp32_tokens_per_s']:,}", f"{no['bf16_tokens_per_s']:,}",
+         _x(no["bf16_tokens_per_s"] / no["fp32_tokens_per_s"])]])
+
+
+def speedups() -> str:
+    """One row per measured speed-up or cost: what was compared and the ratio."""
+    a, c, o = load("attention_kernel"), load("compile_cpu"), load("optimizer_speed")
+    d, v = load("dropout_speed"), load("decode_speed")
+    lo, hi = a["kernel_math_speedup_8_to_16_pieces"]
+    rows = [
+        ["attention kernel, CPU fp32: math over fused, a make train-tiny update",
+         _x(a["math_speedup"]), f"kernel alone at 8-16 pieces: {lo}-{hi}x"],
+        ["--compile over eager, a make train-tiny update",
+         _x(1 / c["compiled_over_eager"]), f"compilation {c['warmup_s']:.0f} s, {c['graphs_compiled']} graphs"],
+        ["Muon + Adam over Adam, time of an update", _x(o["muon_over_adam_median"]),
+         f"median of {len(o['rounds'])} rounds"],
+        ["CheapDropout over nn.Dropout, bf16, forward + backward",
+         _x(d["ms"]["bf16"]["nn.Dropout"] / d["ms"]["bf16"]["bitwise AND"]),
+         f"{d['ms']['bf16']['bitwise AND']} against {d['ms']['bf16']['nn.Dropout']} ms"],
+    ] + [[f"KV cache over recomputing, greedy, {x['preset']} (`{x['command']}`)",
+          _x(x["kv_cache_speedup"]), f"beam 4 costs {_x(x['beam4_over_greedy'])} greedy"]
+         for x in v["rows"]]
+    return _table(["what", "ratio", "detail"], rows)
+
+
+def vocab_speed() -> str:
+    r = load("vocab_speed")
+    return _table(["BPE vocabulary", "s / update", "sentences / s", "ratio"],
+                  [[f"{x['vocab']:,}", x["s_per_update"], x["sentences_per_s"], f"{x['ratio']:.3f}"]
+                   for x in r["rows"]])
+
+
+def memory() -> str:
+    r = load("host_memory")
+    return _table(["allocator", "peak resident (VmHWM)", "median tok/s"],
+                  [[x["allocator"], f"{x['peak_gb']} GB", f"{x['tokens_per_s']:,}"] for x in r["rows"]])
+
+
+def browser() -> str:
+    r = load("browser_speed")
+    return _table(["what", "figure"], [
+        ["model download (two ONNX graphs, one weights file)", f"{r['model_download_mb']} MB"],
+        ["runtime download (onnxruntime-web), once per browser", f"{r['runtime_download_mb']} MB"],
+        ["button to a ready model", f"{r['ready_s']} s"],
+        ["one 15-word sentence in the browser, greedy / beam 4",
+         f"{r['browser_ms']['greedy']} / {r['browser_ms']['beam4']} ms"],
+        ["the same in Python (torch, KV cache), greedy / beam 4",
+         f"{r['python_ms']['greedy']} / {r['python_ms']['beam4']} ms"]])
+
+
+def table3() -> str:
+    r = load("table3")
+    paper = lambda x, k: (x.get("paper") or {}).get(k, "")
+    rows = [[x["row"], x["seed"], x["label"], f"{x['params'] / 1e6:.2f}M",
+             "diverged" if x.get("diverged") else f"{x['dev_ppl']:.1f}",
+             "" if x.get("diverged") else f"{x['dev_bleu']:.1f}", paper(x, "ppl"), paper(x, "bleu")]
+            for x in r["rows"]]
+    return _table(["row", "seed", "setting", "params", "dev ppl", "dev BLEU",
+                   "paper ppl", "paper BLEU"], rows)
+
+
+def build_times() -> str:
+    r = load("build_times")
+    return _table(["target", "wall time", "note", "provenance"], [
+        [f"`{e['target']}`", e["wall"], e["note"],
+         f"{e['provenance']['cpu']}; commit {e['provenance']['commit']}; {e['provenance']['date']}"]
+        for e in r["entries"]])
+
+
+# The scripts under benchmarks/, one row each: script, what it measures, command, record,
+# and the latest figure (a function of the record) or None for records not yet written.
+BENCHMARKS = [
+    ("train_throughput.py", "a training step: ours against torch.nn.Transformer and Marian",
+     "python benchmarks/train_throughput.py", "train_throughput",
+     lambda r: f"ours / torch {_x(r['rows'][0]['ours_over_torch'])} (small, fp32)"),
+    ("trainer_precision.py", "the trainer's tokens/s, fp32 and bf16",
+     "python benchmarks/trainer_precision.py", "trainer_precision",
+     lambda r: f"bf16 / fp32 {_x(r['bf16_over_fp32'])}"),
+    ("attention_kernel_speed.py", "CPU attention kernel: math against fused",
+     "python benchmarks/attention_kernel_speed.py", "attention_kernel",
+     lambda r: f"math {_x(r['math_speedup'])} a tiny update"),
+    ("compile_speed.py", "`--compile` against eager on a CPU",
+     "python benchmarks/compile_speed.py", "compile_cpu",
+     lambda r: f"compiled / eager {r['compiled_over_eager']:.2f} of the time"),
+    ("optimizer_speed.py", "Muon's cost per update", "python benchmarks/optimizer_speed.py",
+     "optimizer_speed", lambda r: f"Muon / Adam {_x(r['muon_over_adam_median'])}"),
+    ("dropout_speed.py", "the dropout mask", "python benchmarks/dropout_speed.py",
+     "dropout_speed", lambda r: f"{r['ms']['bf16']['bitwise AND']} ms against "
+                                f"{r['ms']['bf16']['nn.Dropout']} (bf16)"),
+    ("vocab_speed.py", "sentences/s at three vocabulary sizes",
+     "python benchmarks/vocab_speed.py", "vocab_speed",
+     lambda r: ", ".join(f"{x['vocab']:,}: {x['sentences_per_s']}" for x in r["rows"])),
+    ("host_memory.py", "resident memory of a CPU training run",
+     "python benchmarks/host_memory.py [--jemalloc]", "host_memory",
+     lambda r: " against ".join(f"{x['peak_gb']} GB" for x in r["rows"][::-1]) + " (jemalloc, glibc)"),
+    ("decode_speed.py", "KV-cached against recomputed decoding; beam against greedy",
+     "python benchmarks/decode_speed.py", "decode_speed",
+     lambda r: f"KV cache {_x(r['rows'][0]['kv_cache_speedup'])}"),
+    ("browser_speed.py", "the model in headless Chromium: download and latency",
+     "python benchmarks/browser_speed.py", "browser_speed",
+     lambda r: f"{r['model_download_mb']} MB, beam 4 {r['browser_ms']['beam4']} ms"),
+    ("gpu_check.sh + gpu_record.py", "device tests and GPU throughput",
+     "STEPS=\"1 2\" bash benchmarks/gpu_check.sh", "gpu_step", None),
+    ("gpu_train.sh + gpu_train_record.py", "the base model on a GPU, torchrun, chapters 7 and 10",
+     "bash benchmarks/gpu_train.sh", "gpu_train", None),
+    ("gpu_table3.sh", "Table 3 at the GPU budget", "bash benchmarks/gpu_table3.sh",
+     "table3_gpu", None),
+]
+
+
+def benchmarks() -> str:
+    """benchmarks/README.md's table: one row per script, with its latest figure."""
+    rows = []
+    for script, what, command, name, figure in BENCHMARKS:
+        path = RESULTS / f"{name}.json"
+        if path.exists():
+            rec = load(name)
+            latest = figure(rec) if figure else "recorded"
+            note = " (transcribed)" if "transcribed" in rec["provenance"] else ""
+            latest += f"; {rec['provenance']['date']}{note}"
+        else:
+            latest = "no record yet"
+        rows.append([f"`{script}`", what, f"`{command} --record book/results/{name}.json`"
+                     if not script.startswith("gpu") else f"`{command}`",
+                     f"`book/results/{name}.json`", latest])
+    return _table(["script", "measures", "command", "record", "latest figure"], rows)
+
+
+# Every record the README, benchmarks/README.md or the Results page quotes.
+QUOTED = ["tiny_recipe", "small_recipe", "anchors", "train_throughput", "trainer_precision",
+          "bf16_without_instructions", "attention_kernel", "compile_cpu", "optimizer_speed",
+          "dropout_speed", "decode_speed", "vocab_speed", "host_memory", "browser_speed",
+          "table3", "build_times"]
+
+
+def with_provenance(table: str, *names: str):
+    """The table followed by each record's provenance, as Markdown for a notebook cell."""
+    from IPython.display import Markdown
+    lines = [table, ""] + [f"* `book/results/{n}.json`: {provenance_text(load(n))}" for n in names]
+    return Markdown("\n".join(lines))
+
+
+def missing_records() -> list[str]:
+    """The records the benchmark scripts write that no run has written yet."""
+    return [f"`book/results/{name}.json` ({script})" for script, _, _, name, _ in BENCHMARKS
+            if not (RESULTS / f"{name}.json").exists()]
+
+
+# ---- generated blocks in the Markdown files ----------------------------------------
+
+BLOCKS = {"README.md": {"headline": headline},
+          "benchmarks/README.md": {"benchmarks": benchmarks}}
+
+
+def render(text: str, blocks: dict) -> str:
+    """``text`` with each marked block replaced by its generated content."""
+    for name, make in blocks.items():
+        pattern = re.compile(rf"(<!-- results:{name} -->\n).*?(<!-- /results:{name} -->)", re.S)
+        if not pattern.search(text):
+            raise ValueError(f"no <!-- results:{name} --> block")
+        text = pattern.sub(lambda m: m.group(1) + make() + "\n" + m.group(2), text)
+    return text
+
+
+def main(argv=None) -> int:
+    check = "--check" in (argv if argv is not None else sys.argv[1:])
+    stale = []
+    for rel, blocks in BLOCKS.items():
+        path = REPO / rel
+        old = path.read_text()
+        new = render(old, blocks)
+        if new != old:
+            stale.append(rel)
+            if not check:
+                path.write_text(new)
+    verb = "out of date" if check else "rewritten"
+    for rel in stale:
+        print(f"{rel}: generated blocks {verb}")
+    return 1 if check and stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

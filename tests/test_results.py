@@ -1,0 +1,121 @@
+"""The result records in book/results/ and the docs generated from them.
+
+Every record the README, benchmarks/README.md or the Results page quotes exists and
+carries its provenance; the generated blocks of the two READMEs match the records; the
+README's Python block runs; and the README names no machine, commit or date.
+"""
+import copy
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from transformer_book import results
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+
+
+@pytest.mark.parametrize("name", results.QUOTED)
+def test_quoted_records_exist_with_provenance(name):
+    record = results.load(name)                       # raises if missing or incomplete
+    assert results.provenance_text(record)
+
+
+def test_every_committed_record_has_provenance():
+    for path in sorted(results.RESULTS.glob("*.json")):
+        record = json.loads(path.read_text())
+        assert not results.provenance_problems(record), path.name
+
+
+def test_a_record_without_provenance_is_refused(tmp_path, monkeypatch):
+    good = json.loads((results.RESULTS / "compile_cpu.json").read_text())
+    assert not results.provenance_problems(good)
+    for field in ("commit", "command", "cpu", "torch", "date"):
+        bad = copy.deepcopy(good)
+        del bad["provenance"][field]
+        assert results.provenance_problems(bad) == [f"provenance.{field}"]
+    assert results.provenance_problems({"figure": 1}) == ["no provenance"]
+    entries = json.loads((results.RESULTS / "build_times.json").read_text())
+    del entries["entries"][1]["provenance"]["cpu"]
+    assert results.provenance_problems(entries) == ["entry 1: provenance.cpu"]
+    monkeypatch.setattr(results, "RESULTS", tmp_path)
+    with pytest.raises(FileNotFoundError):
+        results.load("compile_cpu")
+    (tmp_path / "compile_cpu.json").write_text(json.dumps({"eager_s": 0.3}))
+    with pytest.raises(ValueError, match="provenance"):
+        results.load("compile_cpu")
+
+
+def test_the_generated_blocks_match_the_records():
+    """`python -m transformer_book.results` leaves README.md and benchmarks/README.md as
+    committed; run it after changing a record."""
+    for rel, blocks in results.BLOCKS.items():
+        text = (REPO / rel).read_text()
+        assert results.render(text, blocks) == text, f"{rel}: run python -m transformer_book.results"
+
+
+def test_a_changed_record_changes_the_generated_docs(tmp_path, monkeypatch):
+    for path in results.RESULTS.glob("*.json"):
+        (tmp_path / path.name).write_text(path.read_text())
+    tiny = json.loads((tmp_path / "tiny_recipe.json").read_text())
+    tiny["test"]["beam4_alpha1.0"]["bleu"] = 12.3
+    (tmp_path / "tiny_recipe.json").write_text(json.dumps(tiny))
+    monkeypatch.setattr(results, "RESULTS", tmp_path)
+    text = README.read_text()
+    new = results.render(text, results.BLOCKS["README.md"])
+    assert new != text and "**12.3 BLEU**" in new
+
+
+def test_the_readme_for_users():
+    text = README.read_text()
+    assert len(text.splitlines()) <= 150
+    assert len((REPO / "benchmarks" / "README.md").read_text().splitlines()) <= 120
+    machines = re.findall(r"Zen [345]|family 2[56]|EPYC|\bVM\b", text)
+    dates = re.findall(r"\b20\d\d-\d\d(?:-\d\d)?\b", text)
+    hashes = [h for h in re.findall(r"`([0-9a-f]{7,40})`", text) if re.search(r"\d", h)]
+    assert not (machines or dates or hashes), (machines, dates, hashes)
+    assert "appendix_results.html" in text                     # the Results page
+    page = REPO / "book" / "appendix_results.ipynb"
+    assert "book/appendix_results" in (REPO / "_toc.yml").read_text() and page.exists()
+
+
+def test_the_readme_python_block_runs():
+    """The public API as the README shows it."""
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    assert len(blocks) == 1, "the README has one Python block, and this test runs it"
+    exec(compile(blocks[0], "README.md", "exec"), {})
+
+
+def test_the_results_page_renders_every_quoted_record():
+    """Each quoted record appears on the Results page with its provenance line."""
+    page = json.loads((REPO / "book" / "appendix_results.ipynb").read_text())
+    code = "\n".join("".join(c["source"]) for c in page["cells"] if c["cell_type"] == "code")
+    shown = set(re.findall(r'"([a-z0-9_]+)"', code))
+    assert set(results.QUOTED) <= shown, set(results.QUOTED) - shown
+
+
+@pytest.mark.parametrize("script, name, args", [
+    ("dropout_speed.py", "dropout_speed", ["--rows", "64", "--rounds", "1", "--calls", "1"]),
+    ("decode_speed.py", "decode_speed", ["--batch", "2", "--steps", "4", "--src-len", "3"]),
+])
+def test_a_benchmark_writes_a_record_the_docs_render(script, name, args, tmp_path, monkeypatch):
+    """`--record PATH` writes the figures with complete provenance and the wall time, in
+    the form the Results page and benchmarks/README.md render."""
+    import os
+    import subprocess
+    import sys
+    path = tmp_path / f"{name}.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    subprocess.run([sys.executable, str(REPO / "benchmarks" / script), *args, "--threads", "1",
+                    "--record", str(path)], check=True, capture_output=True, env=env, cwd=REPO)
+    record = json.loads(path.read_text())
+    assert not results.provenance_problems(record)
+    assert record["provenance"]["wall_s"] > 0 and record["provenance"]["device"] == "cpu"
+    assert f"--record {path}" in record["provenance"]["command"]
+    for other in results.RESULTS.glob("*.json"):
+        if other.name != path.name:
+            (tmp_path / other.name).write_text(other.read_text())
+    monkeypatch.setattr(results, "RESULTS", tmp_path)
+    assert results.speedups() and results.benchmarks()
