@@ -119,3 +119,29 @@ def test_a_benchmark_writes_a_record_the_docs_render(script, name, args, tmp_pat
             (tmp_path / other.name).write_text(other.read_text())
     monkeypatch.setattr(results, "RESULTS", tmp_path)
     assert results.speedups() and results.benchmarks()
+
+
+def test_a_record_names_a_dirty_tree_anywhere_but_in_the_records(tmp_path, monkeypatch):
+    """git_commit's "+changes": a benchmark edited after the commit counts; the records
+    themselves (book/results, rewritten by the commands) do not."""
+    import shutil
+    import subprocess
+    tools = tmp_path / "transformer" / "tools"
+    tools.mkdir(parents=True)
+    shutil.copy(REPO / "transformer/tools/provenance.py", tools / "provenance.py")
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks/x.py").write_text("x = 1\n")
+    (tmp_path / "book/results").mkdir(parents=True)
+    (tmp_path / "book/results/r.json").write_text("{}\n")
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git[:3] + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "-A"], check=True)
+    subprocess.run(git + ["commit", "-qm", "c"], check=True)
+    from transformer.tools import provenance as module
+    monkeypatch.setattr(module, "__file__", str(tools / "provenance.py"))   # that checkout
+    monkeypatch.delenv("TRANSFORMER_COMMIT", raising=False)
+    assert not module.git_commit().endswith("+changes")
+    (tmp_path / "book/results/r.json").write_text('{"a": 1}\n')
+    assert not module.git_commit().endswith("+changes")
+    (tmp_path / "benchmarks/x.py").write_text("x = 2\n")
+    assert module.git_commit().endswith("+changes")

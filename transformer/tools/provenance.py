@@ -38,7 +38,8 @@ def cpu_name() -> str:
 
 
 def git_commit() -> str:
-    """The package checkout's commit, with ``+changes`` when its tree is not clean.
+    """The checkout's commit, with ``+changes`` when a tracked file outside the result
+    records (``book/results``) differs from it: the package, the benchmarks, the book.
 
     ``$TRANSFORMER_COMMIT`` stands in where there is no repository (a copy of the working
     tree sent to another machine)."""
@@ -48,7 +49,8 @@ def git_commit() -> str:
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here,
                               capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "."], cwd=here,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
+                                ":(top)", ":(top,exclude)book/results"], cwd=here,
                                capture_output=True, text=True, timeout=10)
         if head.returncode:
             return "unknown (not a git checkout)"
