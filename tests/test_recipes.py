@@ -133,3 +133,23 @@ def test_the_book_trains_the_book_and_quick_recipes():
     assert book_run_config() == RECIPES["book"]
     assert book_run_config(quick=True) == RECIPES["quick"]
     assert json.loads(json.dumps(dataclasses.asdict(RECIPES["book"])))   # plain values
+
+
+def test_a_recipe_from_the_shell_trains_as_it_does_in_python(tmp_path):
+    """Chapter 7's claim, checked here: `train --recipe NAME` is the run the book trains
+    with `Trainer.from_config(recipe(NAME))` (the same logged losses, same seed)."""
+    import os
+    import subprocess
+    import sys
+    from transformer.training.loop import Trainer
+    cfg = recipe("quick", out_dir=str(tmp_path / "python"), max_updates=2, log_every=1,
+                 threads=1)
+    Trainer.from_config(cfg).fit()
+    argv = cli.train_command(cfg, str(tmp_path / "shell"), recipe="quick")
+    assert argv[:6] == ["python", "-m", "transformer", "train", "--recipe", "quick"]
+    done = subprocess.run([sys.executable] + argv[1:], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "TRANSFORMER_MALLOC": "system"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    losses = [[json.loads(line)["loss"] for line in (tmp_path / run / "metrics.jsonl")
+               .read_text().splitlines() if '"loss"' in line] for run in ("python", "shell")]
+    assert len(losses[0]) == 2 and losses[0] == pytest.approx(losses[1], rel=1e-4)
