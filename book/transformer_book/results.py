@@ -116,6 +116,25 @@ def recipes() -> str:
     return _table(["system", "test BLEU / chrF2, beam 4", "greedy"], rows)
 
 
+def book_model() -> str:
+    """The book's model before (captions only) and now, on both test splits."""
+    rows = []
+    for name, label in (("book_model_before", "before: the small preset, Multi30k alone"),
+                        ("book_model", "now: recipe `book`")):
+        r = load(name)
+        run = r["run"]
+        what = (f"{label} ({r['parameters']:,} parameters, {run.get('updates', '?'):,} "
+                f"updates on {Path(run['settings']['corpus'].split('*')[0]).name}"
+                + (" + " + ", ".join(Path(x.split("*")[0]).name for x in
+                                      run["settings"]["corpus"].split("+")[1:])
+                   if "+" in run["settings"]["corpus"] else "") + ")")
+        cells = [f"{r['test'][c]['beam4']['bleu']} / {r['test'][c]['beam4']['chrf']}"
+                 if c in r["test"] else "" for c in ("multi30k-en-de", "tatoeba-en-de")]
+        rows.append([what] + cells)
+    return _table(["model", "Multi30k test2016, BLEU / chrF2", "Tatoeba test, BLEU / chrF2"],
+                  rows)
+
+
 def train_throughput() -> str:
     r = load("train_throughput")
     rows = [[f"{x['preset']}, {x['precision']}", f"{x['ours']:,}", f"{x['torch']:,}",
@@ -260,7 +279,7 @@ def benchmarks() -> str:
 
 
 # Every record the README, benchmarks/README.md or the Results page quotes.
-QUOTED = ["tiny_recipe", "small_recipe", "anchors", "train_throughput", "trainer_precision",
+QUOTED = ["tiny_recipe", "small_recipe", "anchors", "book_model_before", "book_model", "train_throughput", "trainer_precision",
           "bf16_without_instructions", "attention_kernel", "compile_cpu", "optimizer_speed",
           "dropout_speed", "decode_speed", "vocab_speed", "host_memory", "browser_speed",
           "table3", "build_times"]
