@@ -22,6 +22,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from book_model import run_summary  # noqa: E402   the run's settings and length
 
 
 def main(argv=None):
@@ -40,20 +43,16 @@ def main(argv=None):
         runs = [p.parent for p in Path(cache).glob("*/average.pt")]
         if len(runs) != 1:
             raise SystemExit(f"expected one trained run in {cache}, found {len(runs)}")
-        records = [json.loads(line) for line in
-                   (runs[0] / "metrics.jsonl").read_text().splitlines()]
-        final = [r for r in records if "train_seconds" in r][-1]
-        settings = json.loads((runs[0] / "run.json").read_text())["train"]
+        summary = run_summary(runs[0])
     record = {
         "provenance": provenance("python benchmarks/book_build.py" +
                                  (f" --json {args.json}" if args.json else "")),
         "what": "make book from an empty run cache: every chapter executed on the CPU, the "
                 "book's model trained in chapter 7",
         "wall_s": round(wall, 1),
-        "train_s": round(final["train_seconds"], 1),
-        "updates": final["step"],
-        "precision": final.get("precision"),
-        "corpus": settings["corpus"], "preset": settings["preset"],
+        "train_s": summary["train_s"], "updates": summary["updates"],
+        "precision": summary["precision"],
+        "corpus": summary["settings"]["corpus"], "preset": summary["settings"]["preset"],
     }
     if args.json:
         write_record(args.json, record)
