@@ -7,6 +7,7 @@ import dataclasses
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -623,3 +624,49 @@ def test_translate_says_when_the_model_is_unsure(capsys, toy_runs, tmp_path):
     assert code == 0, err
     assert len(target.read_text(encoding="utf-8").splitlines()) == 2
     assert "line 2: the model is unsure: most of the input is unknown" in err
+
+
+# ------------------------------------------------ one rule, one wording, everywhere
+@pytest.mark.parametrize("setting, text", [("alpha", "inf"), ("alpha", "nan"), ("alpha", "-1"),
+                                           ("beam_size", "0"), ("max_extra", "-1")])
+def test_search_settings_are_refused_as_the_python_api_refuses_them(capsys, toy_runs, setting,
+                                                                    text):
+    from transformer.decoding import check_search, translate
+    kind = float if setting == "alpha" else int
+    with pytest.raises(ValueError) as api:
+        check_search(**{setting: kind(text)})
+    model, tokenizer = load_model(toy_runs["a"] / "average.pt")
+    with pytest.raises(ValueError, match=re.escape(str(api.value))):
+        translate(model, tokenizer, ["the dog"], **{setting: kind(text)})
+    option = {"alpha": "--alpha", "beam_size": "--beam", "max_extra": "--max-extra"}[setting]
+    for command in ("translate", "evaluate"):
+        code, _, err = run_cli(capsys, [command, toy_runs["a"] / "average.pt", option, text])
+        assert code == 2 and f"argument {option}: {api.value}" in err, err
+
+
+def test_shared_options_have_one_help_text_taken_from_train_config():
+    parser = cli.build_parser()
+    subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
+    seen = set()
+    for command in ("translate", "evaluate", "ablate", "demo"):
+        for action in subs[command]._actions:
+            if action.dest in ("corpus", "direction", "data_root", "device", "threads"):
+                f = fields[action.dest]
+                assert action.help == f.metadata["help"], (command, action.dest)
+                assert flag(f) in action.option_strings
+                assert action.choices == f.metadata.get("choices"), (command, action.dest)
+                seen.add(action.dest)
+    assert seen == {"corpus", "direction", "data_root", "device", "threads"}
+
+
+def test_numeric_bounds_are_one_rule_for_train_config_and_the_command_line(capsys):
+    from transformer.training.config import out_of_bounds
+    assert out_of_bounds(0, low=1) == "must be >= 1, got 0"
+    assert out_of_bounds(2, high=1) == "must be <= 1, got 2" and out_of_bounds(1, 1, 1) is None
+    with pytest.raises(ValueError, match=r"TrainConfig.warmup \(--warmup\) must be >= 1, got 0"):
+        TrainConfig(warmup=0)
+    code, _, err = run_cli(capsys, ["train", "--warmup", "0"])
+    assert code == 2 and "argument --warmup: must be >= 1, got 0" in err
+    code, _, err = run_cli(capsys, ["evaluate", "x.pt", "--threads", "-2"])
+    assert code == 2 and "argument --threads: must be >= 0, got -2" in err

@@ -70,7 +70,7 @@ def test_logits_and_attention_match_torch_on_test_sentences(trained, test_source
     src = batch(model, test_sources[:16])
     tgt_in = torch.cat([torch.full((16, 1), model.cfg.bos_id), src[:, :7].clamp(min=4)], 1)
     memory = onnx.encode(src)
-    logits = onnx.decode(tgt_in, memory, src)[:, 0]
+    logits = onnx.decode(tgt_in, memory, onnx.source_mask(src))[:, 0]
     with torch.no_grad(), record_attention(plain) as rec:
         src_mask = plain.source_mask(src)
         expected_memory = plain.encode(src, src_mask)

@@ -9,7 +9,7 @@ from transformer import LabelSmoothingLoss, noam_lr, sinusoidal_encoding
 from transformer.fast import FastLabelSmoothingLoss
 from transformer.fast import loss as loss_module
 from transformer.loss import smoothed_target
-from transformer.schedule import noam_scheduler, with_cooldown
+from transformer.schedule import with_cooldown
 
 
 def test_noam_matches_equation_3():
@@ -41,18 +41,6 @@ def test_cooldown_falls_linearly_from_the_rate_it_starts_at_and_leaves_the_rest_
     assert [with_cooldown(lr, s, 0, 0) for s in (1, 500)] == [lr(1), lr(500)]
     with pytest.raises(ValueError, match="past the cool-down's end 400"):
         with_cooldown(lr, 401, 50, 400)
-
-
-def test_scheduler_follows_noam():
-    p = torch.nn.Parameter(torch.zeros(1))
-    opt = torch.optim.Adam([p], betas=(0.9, 0.98), eps=1e-9)
-    sched = noam_scheduler(opt, d_model=64, warmup=10)
-    seen = []
-    for _ in range(20):
-        seen.append(opt.param_groups[0]["lr"])
-        opt.step()
-        sched.step()
-    assert seen == pytest.approx([noam_lr(s, 64, 10) for s in range(1, 21)])
 
 
 def test_label_smoothed_loss_by_hand():

@@ -1,6 +1,7 @@
 """Training for real, in miniature: crash-safe checkpoints, exact resume, clear failures."""
 import gzip
 import json
+import math
 import os
 import signal
 import subprocess
@@ -208,11 +209,32 @@ def test_checkpoints_load_weights_only_and_average(uninterrupted):
         if value.is_floating_point():
             expected = sum(s["model"][key].double() for s in states) / 3
             assert torch.allclose(value.double(), expected, atol=1e-6), key
+    assert "optimizer" not in averaged and averaged["step"] == states[-1]["step"]
     disk = load_checkpoint(uninterrupted / "average.pt")
     assert disk["averaged_from"] == [str(p) for p in paths]
     model, tokenizer = load_model(uninterrupted / "average.pt")
     assert tokenizer.vocab_size == 400 and not model.training
     assert isinstance(model, FastTransformer)
+
+
+def test_averaging_holds_one_checkpoint_in_memory_at_a_time(uninterrupted, monkeypatch):
+    import weakref
+    import transformer.checkpoint as checkpoint
+
+    class Loaded(dict):             # a dict that a weak reference can watch
+        pass
+    alive, peak, real = [0], [0], checkpoint.load_checkpoint
+
+    def load(path, map_location="cpu"):
+        state = Loaded(real(path, map_location))
+        alive[0] += 1
+        weakref.finalize(state, lambda: alive.__setitem__(0, alive[0] - 1))
+        peak[0] = max(peak[0], alive[0])
+        return state
+    monkeypatch.setattr(checkpoint, "load_checkpoint", load)
+    paths = step_checkpoints(uninterrupted / "checkpoints")
+    average_checkpoints(paths)
+    assert len(paths) == 3 and peak[0] == 1
 
 
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "empty"])
@@ -519,3 +541,27 @@ def test_the_batches_the_trainer_feeds_the_model_start_with_bos_and_end_with_eos
             assert t_in[0] == tok.bos_id and t_out[-1] == tok.eos_id
             assert t_in[1:] == t_out[:-1]                        # shifted by one position
             assert tok.eos_id not in t_in and tok.bos_id not in t_out
+
+
+def test_validation_reports_the_perplexity_of_the_unsmoothed_nll(corpus, tmp_path, one_thread):
+    """valid_nll is the mean negative log-likelihood of the validation targets (as
+    cross-entropy computes it from the model's logits), valid_ppl its exponential."""
+    trainer = Trainer.from_config(_tiny_run(corpus, tmp_path / "run", max_updates=4,
+                                            precision="fp32"))
+    result = trainer.fit()
+    trainer.model.eval()
+    total, tokens = 0.0, 0
+    with torch.no_grad():
+        for indices in trainer.valid_iter.batches(0):
+            batch = trainer.valid_iter.collate(indices)
+            logits = trainer.model(batch.src, batch.tgt_in).double()
+            total += torch.nn.functional.cross_entropy(
+                logits.flatten(0, 1), batch.tgt_out.flatten(), reduction="sum",
+                ignore_index=trainer.model_cfg.pad_id).item()
+            tokens += batch.n_tgt_tokens
+    assert result["valid_tokens"] == tokens > 0
+    assert result["valid_nll"] == pytest.approx(total / tokens, rel=1e-4)
+    assert result["valid_ppl"] == pytest.approx(math.exp(total / tokens), rel=1e-4)
+    assert result["valid_loss"] > result["valid_nll"]          # smoothing costs the truth
+    final = RunFolder(tmp_path / "run").records()[-1]
+    assert final["final"] and final["valid_ppl"] == result["valid_ppl"]

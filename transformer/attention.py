@@ -88,10 +88,14 @@ class MultiHeadAttention(nn.Module):
         """(B, h, L, d) -> (B, L, h*d): Concat(head_1, ..., head_h)."""
         return x.transpose(1, 2).flatten(2)
 
-    def forward(self, query, key, value, mask=None):
-        """query (B, q_len, d_model), key/value (B, k_len, d_model) -> (B, q_len, d_model)."""
+    def forward(self, query, key, value, visibility=None):
+        """query (B, q_len, d_model), key/value (B, k_len, d_model) -> (B, q_len, d_model).
+
+        ``visibility``: which keys each query may attend to, a bool mask broadcastable to
+        (B, h, q_len, k_len), True = visible (None: all). The fast form's attention takes a
+        :class:`~transformer.fast.attention.Layout` here instead."""
         q = self.split_heads(self.q_proj(query), self.d_k)     # (B, h, q_len, d_k)
         k = self.split_heads(self.k_proj(key), self.d_k)       # (B, h, k_len, d_k)
         v = self.split_heads(self.v_proj(value), self.d_v)     # (B, h, k_len, d_v)
-        heads, _ = self.attention(q, k, v, mask)               # (B, h, q_len, d_v)
+        heads, _ = self.attention(q, k, v, visibility)         # (B, h, q_len, d_v)
         return self.out_proj(self.merge_heads(heads))          # Concat(heads) W^O

@@ -142,37 +142,44 @@ def average_checkpoints(paths: list[str | os.PathLike]) -> dict:
 
     Section 6.1. The checkpoints must hold the same model (configuration, parameter names
     and shapes) and the same tokenizer; else :class:`CheckpointError` names the two files.
+    One checkpoint is loaded at a time and added to a float64 sum (as fairseq's
+    ``average_checkpoints.py`` does): a training checkpoint also holds the optimizer's
+    state, twice the weights for Adam, so loading them all at once took k times that.
     """
+    paths = list(paths)
     if not paths:
         raise ValueError("average_checkpoints needs at least one checkpoint")
-    states = [load_checkpoint(p) for p in paths]
-    last, ref = paths[-1], states[-1]
-    shapes = {k: tuple(v.shape) for k, v in ref["model"].items()}
-    for p, s in zip(paths, states):
-        if s["model"].keys() != ref["model"].keys():
-            raise CheckpointError(f"{p} holds different parameters from {last}: "
-                                  f"they are not checkpoints of the same model")
-        differ = [k for k, v in s["model"].items() if tuple(v.shape) != shapes[k]]
-        if differ:
-            raise CheckpointError(f"{p} and {last} hold parameters of different shapes "
-                                  f"({differ[0]}: {tuple(s['model'][differ[0]].shape)} vs "
-                                  f"{shapes[differ[0]]}): they are not checkpoints of the "
-                                  f"same model (a different vocabulary or size)")
-        if s.get("model_config", {}).get("vocab_size") != ref.get("model_config", {}).get(
-                "vocab_size") or ("tokenizer" in s and "tokenizer" in ref
-                                  and bytes(s["tokenizer"]) != bytes(ref["tokenizer"])):
-            raise CheckpointError(f"{p} and {last} have different vocabularies: they are "
-                                  f"not checkpoints of the same run")
-    averaged = {}
-    for key in ref["model"]:
-        tensors = [s["model"][key] for s in states]
-        if tensors[0].is_floating_point():
-            averaged[key] = (torch.stack([t.double() for t in tensors]).mean(0)
-                             .to(tensors[0].dtype))
-        else:
-            averaged[key] = tensors[-1]
-    result = {k: v for k, v in ref.items() if k in ("model_config", "train_config",
-                                                     "tokenizer", "step")}
-    result["model"] = averaged
-    result["averaged_from"] = [str(p) for p in paths]
-    return result
+    last = paths[-1]
+    ref = {k: v for k, v in load_checkpoint(last).items()            # no optimizer state
+           if k in ("model", "model_config", "train_config", "tokenizer", "step")}
+    sums = {k: v.to(torch.float64, copy=True) for k, v in ref["model"].items()
+            if v.is_floating_point()}
+    for p in paths[:-1]:
+        state = load_checkpoint(p)
+        _check_same_run(p, state, last, ref)
+        for key, total in sums.items():
+            total += state["model"][key].double()
+        del state                      # before the next one is loaded
+    model = {k: (sums[k] / len(paths)).to(v.dtype) if k in sums else v
+             for k, v in ref["model"].items()}
+    return {**{k: v for k, v in ref.items() if k != "model"}, "model": model,
+            "averaged_from": [str(p) for p in paths]}
+
+
+def _check_same_run(path, state: dict, last, ref: dict) -> None:
+    """Raise :class:`CheckpointError` unless ``state`` (of ``path``) holds the model and
+    vocabulary of ``ref`` (of ``last``)."""
+    if state["model"].keys() != ref["model"].keys():
+        raise CheckpointError(f"{path} holds different parameters from {last}: "
+                              f"they are not checkpoints of the same model")
+    differ = [k for k, v in state["model"].items() if v.shape != ref["model"][k].shape]
+    if differ:
+        raise CheckpointError(f"{path} and {last} hold parameters of different shapes "
+                              f"({differ[0]}: {tuple(state['model'][differ[0]].shape)} vs "
+                              f"{tuple(ref['model'][differ[0]].shape)}): they are not "
+                              f"checkpoints of the same model (a different vocabulary or size)")
+    if state.get("model_config", {}).get("vocab_size") != ref.get("model_config", {}).get(
+            "vocab_size") or ("tokenizer" in state and "tokenizer" in ref
+                              and bytes(state["tokenizer"]) != bytes(ref["tokenizer"])):
+        raise CheckpointError(f"{path} and {last} have different vocabularies: they are "
+                              f"not checkpoints of the same run")

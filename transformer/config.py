@@ -91,17 +91,17 @@ class ModelConfig:
     @classmethod
     def base(cls, **overrides) -> "ModelConfig":
         """Table 3, row "base": N=6, d_model=512, d_ff=2048, h=8, d_k=d_v=64, P_drop=0.1."""
-        return cls._preset("base", overrides)
+        return cls.from_preset("base", **overrides)
 
     @classmethod
     def big(cls, **overrides) -> "ModelConfig":
         """Table 3, row "big": N=6, d_model=1024, d_ff=4096, h=16, d_k=d_v=64, P_drop=0.3."""
-        return cls._preset("big", overrides)
+        return cls.from_preset("big", **overrides)
 
     @classmethod
     def small(cls, **overrides) -> "ModelConfig":
         """CPU preset: d_model=256, 3+3 layers, 4 heads, d_ff=1024 (trains on 2 cores)."""
-        return cls._preset("small", overrides)
+        return cls.from_preset("small", **overrides)
 
     @classmethod
     def tiny(cls, **overrides) -> "ModelConfig":
@@ -110,15 +110,12 @@ class ModelConfig:
         h=4, P_drop=0.3), with the layer norm before each sub-layer (pre-norm), which
         trains faster at a short budget (chapter 11). The recipe trains it with
         ``dropout=0.2``, chosen on the valid split (docs/notes/2026-12-cpu-experiments.md, "Result on a CPU")."""
-        return cls._preset("tiny", overrides)
+        return cls.from_preset("tiny", **overrides)
 
     @classmethod
     def from_preset(cls, name: str, **overrides) -> "ModelConfig":
-        """The preset ``name`` ("tiny", "small", "base" or "big") with fields overridden."""
-        return cls._preset(name, overrides)
-
-    @classmethod
-    def _preset(cls, name: str, overrides: dict) -> "ModelConfig":
+        """The preset ``name`` ("tiny", "small", "base" or "big") with fields overridden;
+        an unknown preset or field raises ``ValueError`` naming it."""
         if name not in PRESETS:
             raise ValueError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
         fields = {f.name for f in dataclasses.fields(cls)}

@@ -55,12 +55,13 @@ from .fast.kv_cache import KVCache
 from .validation import check_tokens
 
 __all__ = ["greedy_decode", "beam_search", "translate", "translations", "length_penalty",
-           "sequence_scores", "build_source_batch"]
+           "check_search", "sequence_scores", "build_source_batch"]
 
 
 # ----------------------------------------------------------------------------- helpers
-def length_penalty(length: int, alpha: float) -> float:
-    """GNMT length penalty lp(Y) = ((5 + |Y|) / 6) ** alpha."""
+def length_penalty(length, alpha: float):
+    """GNMT length penalty lp(Y) = ((5 + |Y|) / 6) ** alpha, of one length (an int) or of
+    a tensor of lengths."""
     return ((5.0 + length) / 6.0) ** alpha
 
 
@@ -97,8 +98,21 @@ def _cache(model, use_cache: bool | None) -> KVCache | None:
     return KVCache() if can_cache and use_cache is not False else None
 
 
-def _check_max_extra(max_extra) -> None:
-    if not isinstance(max_extra, int) or isinstance(max_extra, bool) or max_extra < 0:
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_search(beam_size=None, alpha=None, max_extra=None) -> None:
+    """The one check of the search settings (each that is given): ``beam_size`` a positive
+    integer, ``alpha`` a finite number >= 0, ``max_extra`` an integer >= 0. Raises
+    ``ValueError`` naming the setting and the value; the decoders, :func:`translate` and
+    the command line's options all call it."""
+    if beam_size is not None and not (_is_int(beam_size) and beam_size >= 1):
+        raise ValueError(f"beam_size must be a positive integer, got {beam_size!r}")
+    if alpha is not None and not (isinstance(alpha, (int, float)) and not isinstance(alpha, bool)
+                                  and math.isfinite(alpha) and alpha >= 0):
+        raise ValueError(f"alpha (length penalty) must be a finite number >= 0, got {alpha!r}")
+    if max_extra is not None and not (_is_int(max_extra) and max_extra >= 0):
         raise ValueError(f"max_extra must be a non-negative integer, got {max_extra!r}")
 
 
@@ -137,7 +151,7 @@ def _select_rows(src_mask, index):
 def greedy_decode(model, src: torch.Tensor, max_extra: int = 50,
                   use_cache: bool | None = None) -> list[list[int]]:
     """Most probable token at each step; batched; returns ids without BOS/EOS."""
-    _check_max_extra(max_extra)
+    check_search(max_extra=max_extra)
     cfg = model.cfg
     with _inference(model):
         src = _check_src(model, src)
@@ -183,14 +197,9 @@ def beam_search(model, src: torch.Tensor, beam_size: int = 4, alpha: float = 0.6
                 stopping: str = "count") -> list[list[int]]:
     """Batched beam search with the GNMT length penalty; returns each sentence's best
     hypothesis (ids without BOS/EOS). See the module docstring for ``stopping``."""
-    if not isinstance(beam_size, int) or isinstance(beam_size, bool) or beam_size < 1:
-        raise ValueError(f"beam_size must be a positive integer, got {beam_size!r}")
-    if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or not alpha >= 0 \
-            or math.isinf(alpha):
-        raise ValueError(f"alpha (length penalty) must be a finite number >= 0, got {alpha!r}")
+    check_search(beam_size, alpha, max_extra)
     if stopping not in ("count", "bound"):
         raise ValueError(f"stopping must be 'count' or 'bound', got {stopping!r}")
-    _check_max_extra(max_extra)
     cfg = model.cfg
     V, k, eos = cfg.tgt_vocab_size, beam_size, cfg.eos_id
     if 2 * k > k * V:
@@ -254,7 +263,7 @@ def beam_search(model, src: torch.Tensor, beam_size: int = 4, alpha: float = 0.6
                 best_fin = torch.tensor([max((f[0] for f in finished[s]), default=-math.inf)
                                          for s in sent.tolist()], dtype=torch.float64,
                                         device=device)
-                lp_max = ((5.0 + max_len.index_select(0, sent).double() + 1) / 6.0) ** alpha
+                lp_max = length_penalty(max_len.index_select(0, sent).double() + 1, alpha)
                 best_possible = scores[:, 0] / lp_max       # scores are sorted, col 0 best
                 done = at_limit | ((best_fin >= best_possible) & torch.isfinite(best_fin))
 
@@ -329,15 +338,11 @@ def _check_translate_args(sentences, beam_size, alpha, batch_size, max_tokens, m
     for i, s in enumerate(sentences):
         if not isinstance(s, str):
             raise TypeError(f"sentences[{i}] must be a str, got {type(s).__name__}")
-    if not isinstance(beam_size, int) or isinstance(beam_size, bool) or beam_size < 1:
-        raise ValueError(f"beam_size must be a positive integer, got {beam_size!r}")
-    if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or not alpha >= 0:
-        raise ValueError(f"alpha (length penalty) must be a number >= 0, got {alpha!r}")
+    check_search(beam_size, alpha, max_extra)
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
     if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
         raise ValueError(f"max_tokens must be a positive integer or None, got {max_tokens!r}")
-    _check_max_extra(max_extra)
     return sentences
 
 

@@ -20,11 +20,10 @@ class TokenEmbedding(nn.Module):
     projection, the first logits are of order one rather than sqrt(d_model).
     """
 
-    def __init__(self, vocab_size: int, d_model: int, pad_id: int):
+    def __init__(self, vocab_size: int, d_model: int):
         super().__init__()
         self.weight = nn.Parameter(torch.empty(vocab_size, d_model).normal_(0.0, d_model ** -0.5))
         self.scale = math.sqrt(d_model)
-        self.pad_id = pad_id
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         return nn.functional.embedding(tokens, self.weight) * self.scale

@@ -36,7 +36,11 @@ class Residual(nn.Module):
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention, then the feed-forward network, each wrapped in :class:`Residual`."""
+    """Self-attention, then the feed-forward network, each wrapped in :class:`Residual`.
+
+    ``visibility`` hides the source padding: what the attention takes (see
+    :meth:`MultiHeadAttention.forward <transformer.attention.MultiHeadAttention.forward>`).
+    """
 
     def __init__(self, cfg: ModelConfig, attention=MultiHeadAttention):
         super().__init__()
@@ -44,18 +48,18 @@ class EncoderLayer(nn.Module):
         self.feed_forward = PositionwiseFeedForward(cfg)
         self.attn_block, self.ff_block = Residual(cfg), Residual(cfg)
 
-    def forward(self, x, mask=None):                        # x: (B, S, d_model)
-        x = self.attn_block(x, lambda h: self.self_attn(h, h, h, mask))
+    def forward(self, x, visibility=None):                  # x: (B, S, d_model)
+        x = self.attn_block(x, lambda h: self.self_attn(h, h, h, visibility))
         return self.ff_block(x, self.feed_forward)
 
 
 class DecoderLayer(nn.Module):
     """Masked self-attention, attention over the encoder output, feed-forward (3.1).
 
-    ``self_mask`` is the causal mask: "masking ... ensures that the predictions for
+    ``self_visibility`` is the causal mask: "masking ... ensures that the predictions for
     position i can depend only on the known outputs at positions less than i". Targets
     are right-padded, so it alone already hides padding from every real position.
-    ``memory_mask`` hides the source padding.
+    ``memory_visibility`` hides the source padding.
     """
 
     def __init__(self, cfg: ModelConfig, attention=MultiHeadAttention):
@@ -66,8 +70,9 @@ class DecoderLayer(nn.Module):
         self.self_block, self.cross_block, self.ff_block = (Residual(cfg), Residual(cfg),
                                                             Residual(cfg))
 
-    def forward(self, y, memory, self_mask=None, memory_mask=None):
+    def forward(self, y, memory, self_visibility=None, memory_visibility=None):
         # y: (B, T, d_model), memory: (B, S, d_model)
-        y = self.self_block(y, lambda h: self.self_attn(h, h, h, self_mask))
-        y = self.cross_block(y, lambda h: self.cross_attn(h, memory, memory, memory_mask))
+        y = self.self_block(y, lambda h: self.self_attn(h, h, h, self_visibility))
+        y = self.cross_block(y, lambda h: self.cross_attn(h, memory, memory,
+                                                           memory_visibility))
         return self.ff_block(y, self.feed_forward)

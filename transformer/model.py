@@ -30,9 +30,9 @@ class Transformer(nn.Module):
         cfg.validate()
         self.cfg = cfg
         d = cfg.d_model
-        self.src_embed = TokenEmbedding(cfg.vocab_size, d, cfg.pad_id)
+        self.src_embed = TokenEmbedding(cfg.vocab_size, d)
         self.tgt_embed = (self.src_embed if cfg.share_embeddings
-                          else TokenEmbedding(cfg.tgt_vocab_size, d, cfg.pad_id))
+                          else TokenEmbedding(cfg.tgt_vocab_size, d))
         Positional = (SinusoidalPositionalEncoding if cfg.positional == "sinusoidal"
                       else LearnedPositionalEncoding)
         self.src_pos, self.tgt_pos = Positional(cfg.max_len, d), Positional(cfg.max_len, d)

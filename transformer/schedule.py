@@ -10,8 +10,6 @@ last updates, for a run whose length is fixed in advance (the 30-minute recipe, 
 """
 from __future__ import annotations
 
-import torch
-
 
 def noam_lr(step: int, d_model: int, warmup: int = 4000, factor: float = 1.0) -> float:
     """Equation (3) at ``step`` (counted from 1), times ``factor``."""
@@ -55,12 +53,3 @@ def with_cooldown(lr, step: int, cooldown: int, end: int) -> float:
 
 SCHEDULES = {"noam": noam_lr, "no-warmup": no_warmup_lr}
 """The learning-rate schedules by name (``TrainConfig.lr_schedule``)."""
-
-
-def noam_scheduler(optimizer, d_model: int, warmup: int = 4000, factor: float = 1.0):
-    """A LambdaLR whose optimizer lr must be 1.0: lr(step) = noam_lr(step + 1, ...)."""
-    for group in optimizer.param_groups:
-        group["lr"] = 1.0
-        group["initial_lr"] = 1.0
-    return torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda i: noam_lr(i + 1, d_model, warmup, factor))

@@ -11,8 +11,8 @@ projections, same heads) with three additions, each tested equal to the plain la
   (:mod:`transformer.fast.packing`); the projections run on real tokens only;
 * a KV cache for incremental decoding (:mod:`transformer.fast.kv_cache`).
 
-What a call needs beyond the plain layer's mask travels in a :class:`Layout`, passed
-where the plain layers pass ``mask``: the encoder and decoder layers are the plain ones.
+What a call needs beyond the plain layer's mask travels in a :class:`Layout`, passed as
+the ``visibility`` of the plain layers: the encoder and decoder layers are the plain ones.
 """
 from __future__ import annotations
 
@@ -64,9 +64,10 @@ class FastMultiHeadAttention(MultiHeadAttention):
         super().__init__(cfg)
         self.attention = FusedAttention(cfg.attention_dropout)
 
-    def forward(self, query, key, value, mask=None):
-        """As the plain layer; ``mask`` may be a :class:`Layout` instead of a bool tensor."""
-        layout = mask if isinstance(mask, Layout) else Layout(mask)
+    def forward(self, query, key, value, visibility=None):
+        """As the plain layer; ``visibility`` is a :class:`Layout`, or a bool mask (a
+        Layout of that mask alone)."""
+        layout = visibility if isinstance(visibility, Layout) else Layout(visibility)
         q = self.split_heads(unpack(self.q_proj(query), layout.query_rows), self.d_k)
 
         def keys_values():                                         # (B, h, k_len, d_k|d_v)

@@ -12,7 +12,7 @@ modules, parameter names and checkpoints) with the speed-ups of this package plu
 * :class:`~transformer.fast.dropout.CheapDropout` in place of every ``nn.Dropout``.
 
 The encoder and decoder layers are the plain ones: what the fast attention needs travels
-in a :class:`~transformer.fast.attention.Layout` where they pass a mask.
+in a :class:`~transformer.fast.attention.Layout`, their ``visibility``.
 tests/test_fast.py proves outputs and gradients equal to the plain model's (post- and
 pre-norm); the trainer and the command line use this form.
 """

@@ -24,7 +24,6 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
-import math
 import os
 import sys
 import time
@@ -221,16 +220,6 @@ def done(data: dict, row: Row, seed: int) -> bool:
 
 
 # ---------------------------------------------------------------- one row
-def dev_perplexity(trainer) -> tuple[float, int]:
-    """Per-wordpiece perplexity on the valid split: exp of the mean negative
-    log-likelihood of each target token (no label smoothing), and the token count."""
-    from ..fast import FastLabelSmoothingLoss, SequenceLoss
-    nll = SequenceLoss(trainer.model, FastLabelSmoothingLoss(0.0, trainer.tokenizer.pad_id))
-    trainer.model.eval()
-    total, tokens = trainer.valid_sum(nll)
-    return math.exp(total / tokens), tokens
-
-
 def run_row(row: Row, cfg: TrainConfig, tokenizer, *, beam: int = 4, alpha: float = 0.6,
             bleu_sentences: int = 0) -> dict:
     """Train (or resume) ``row`` and score its last checkpoint on the valid split: dev
@@ -244,7 +233,7 @@ def run_row(row: Row, cfg: TrainConfig, tokenizer, *, beam: int = 4, alpha: floa
              "params": trainer.model.num_parameters(), "paper": row.paper,
              "commit": git_commit()}
     try:
-        trainer.fit()
+        final = trainer.fit()          # its validation: per-wordpiece perplexity (valid_ppl)
     except LossDiverged as e:                  # a diverged row is a result, not a crash
         return {**entry, "diverged": True, "error": str(e).split(":")[0],
                 "updates": trainer.step, "train_seconds": round(trainer.train_seconds, 1)}
@@ -253,7 +242,6 @@ def run_row(row: Row, cfg: TrainConfig, tokenizer, *, beam: int = 4, alpha: floa
     curve = {r["step"]: [r["step"], round(r["valid_loss"], 4)]
              + ([round(r["valid_bleu"], 2)] if "valid_bleu" in r else [])
              for r in records if "valid_loss" in r}
-    ppl, tokens = dev_perplexity(trainer)
     valid = trainer.valid
     n = bleu_sentences or len(valid.src)
     start = time.perf_counter()
@@ -263,7 +251,7 @@ def run_row(row: Row, cfg: TrainConfig, tokenizer, *, beam: int = 4, alpha: floa
     return {**entry, "diverged": False, "updates": trainer.step,
             "train_seconds": round(trainer.train_seconds, 1),
             "tokens_per_s": round(sum(speeds) / len(speeds)) if speeds else None,
-            "dev_ppl": round(ppl, 4), "dev_tokens": tokens, "dev_bleu": round(scored["bleu"], 2),
+            "dev_ppl": round(final["valid_ppl"], 4), "dev_tokens": final["valid_tokens"], "dev_bleu": round(scored["bleu"], 2),
             "dev_chrf": round(scored["chrf"], 2), "dev_sentences": n,
             "decode_seconds": round(time.perf_counter() - start, 1),
             **({"valid_curve": sorted(curve.values())} if len(curve) > 1 else {})}
@@ -434,4 +422,4 @@ def parameters(row: Row, vocab_size: int = 8000) -> int:
 
 __all__ = ["Row", "ROWS", "GROUPS", "TABLE_TRAIN", "GPU_TRAIN", "BUDGETS", "PAPER_SOURCE",
            "select_rows", "paper_first", "row_config", "run_row", "run_table",
-           "dev_perplexity", "ResultsFile", "format_entry", "parameters"]
+           "ResultsFile", "format_entry", "parameters"]

@@ -16,6 +16,7 @@ import errno
 import json
 import shlex
 import sys
+import textwrap
 import time
 import typing
 
@@ -54,18 +55,63 @@ class _DescribedHelpFormatter(argparse.RawDescriptionHelpFormatter, HelpFormatte
 
 
 def _bounded(kind, low=None, high=None):
+    """An argparse type: ``kind`` within ``low``..``high`` (the rule of TrainConfig's
+    bounds, :func:`~transformer.training.config.out_of_bounds`)."""
+    from ..training.config import out_of_bounds
+
     def parse(text):
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {kind.__name__}, got {text!r}") from None
-        if low is not None and value < low:
-            raise argparse.ArgumentTypeError(f"must be >= {low}, got {text}")
-        if high is not None and value > high:
-            raise argparse.ArgumentTypeError(f"must be <= {high}, got {text}")
+        problem = out_of_bounds(value, low, high)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
         return value
     parse.__name__ = kind.__name__
     return parse
+
+
+def _search(kind, setting: str):
+    """An argparse type for a search setting (beam_size, alpha, max_extra), checked by
+    :func:`transformer.decoding.check_search`, as the Python API checks it."""
+    def parse(text):
+        from ..decoding import check_search
+        try:
+            value = kind(text)
+            check_search(**{setting: value})
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(
+                str(exc) if "must" in str(exc) else f"expected {kind.__name__}, got {text!r}"
+            ) from None
+        return value
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def _add_search(p, beam_help: str = "beam size (1 = greedy)") -> None:
+    """``--beam`` and ``--alpha``: the search settings of section 6.1."""
+    p.add_argument("--beam", type=_search(int, "beam_size"), default=4, help=beam_help)
+    p.add_argument("--alpha", type=_search(float, "alpha"), default=0.6,
+                   help="length penalty exponent (section 6.1)")
+
+
+def _add_common(p, *names: str, **defaults) -> None:
+    """The options the commands share with ``train`` (TrainConfig fields such as corpus,
+    direction, data_root, device, threads): one flag, type, choices, bounds and help text
+    for each, taken from the field; ``defaults`` replace a field's default."""
+    from ..training.config import TrainConfig, flag
+    fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
+    for name in names:
+        f = fields[name]
+        meta = f.metadata
+        kw = dict(dest=name, default=defaults.get(name, f.default),
+                  help=meta["help"].replace("%", "%%"))
+        if "choices" in meta:
+            kw["choices"] = meta["choices"]
+        if isinstance(f.default, (int, float)) and not isinstance(f.default, bool):
+            kw["type"] = _bounded(type(f.default), meta.get("min"), meta.get("max"))
+        p.add_argument(flag(f), **kw)
 
 
 def _override(text: str) -> tuple[str, object]:
@@ -100,14 +146,16 @@ def _add_train(sub):
     p = sub.add_parser(
         "train", help="train a model (resumes when --out holds a run)",
         formatter_class=_DescribedHelpFormatter,
-        description="Train an English-German Transformer (section 5). Running the same "
-        "command again resumes from the newest complete checkpoint.\n\nWith --recipe NAME "
-        "the run is that recipe (transformer/training/recipes.py) and each option given "
-        "overrides its field; without it, an option left out takes the default shown.\n\n"
-        "recipes:\n" + "\n".join(f"  {describe(name)}" for name in RECIPES))
+        description=textwrap.fill(
+            "Train an English-German Transformer (section 5). Running the same command "
+            "again resumes from the newest complete checkpoint.", 88) + "\n\n" + textwrap.fill(
+            "With --recipe NAME the run is that recipe (transformer/training/recipes.py) and "
+            "each option given overrides its field; without it, an option left out takes "
+            "the default shown.", 88)
+        + "\n\nrecipes:\n" + "\n".join(f"  {describe(name)}" for name in RECIPES))
     p.add_argument("--recipe", choices=list(RECIPES), default=None,
                    help="a named run to start from (listed above); the options given "
-                        "override its fields")
+                        "override its fields (default: none, each field's default)")
     for f, hint in fields:
         meta, default = f.metadata, getattr(defaults, f.name)
         kind = next((t for t in typing.get_args(hint) if t is not type(None)), hint)
@@ -204,14 +252,10 @@ def cmd_train(args):
 
 def _decode_args(p):
     p.add_argument("checkpoint", help="a checkpoint file (e.g. run/average.pt)")
-    p.add_argument("--beam", type=_bounded(int, 1), default=4, help="beam size (1 = greedy)")
-    p.add_argument("--alpha", type=_bounded(float, 0.0), default=0.6,
-                   help="length penalty exponent (section 6.1)")
-    p.add_argument("--max-extra", type=_bounded(int, 0), default=50,
+    _add_search(p)
+    p.add_argument("--max-extra", type=_search(int, "max_extra"), default=50,
                    help="output length limit: source length + this")
-    p.add_argument("--device", default="auto", help="auto (CUDA when available), cpu, cuda")
-    p.add_argument("--threads", type=_bounded(int, 0), default=0,
-                   help="torch CPU threads (0: torch's default)")
+    _add_common(p, "device", "threads")
 
 
 def _load(args):
@@ -350,7 +394,8 @@ def cmd_demo(args):
     import torch
     from ..training.loop import Trainer
     from ..training.recipes import recipe
-    torch.set_num_threads(args.threads)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as out:
         cfg = recipe("quick", out_dir=out, max_updates=args.steps, log_every=5,
                      save_every=10**9)
@@ -378,14 +423,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("evaluate", help="sacrebleu BLEU and chrF on a corpus split",
                        formatter_class=HelpFormatter)
     _decode_args(p)
-    p.add_argument("--corpus", default="multi30k-en-de",
-                   help="a folder under the data dir, a path to one, or wmt14")
+    _add_common(p, "corpus", "direction", "data_root")
     p.add_argument("--split", default="test", help="train, valid or test")
-    p.add_argument("--direction", default="en-de", choices=["en-de", "de-en"],
-                   help="translation direction")
-    p.add_argument("--data-root", default=None,
-                   help="the data dir (default: $TRANSFORMER_DATA, else ../shared/data beside "
-                        "this checkout, else ~/.cache/transformer/data)")
     p.add_argument("--limit", type=_bounded(int, 0), default=0,
                    help="score the first N sentences only (0: all)")
     p.add_argument("--hypotheses", help="write the translations to this file "
@@ -434,21 +473,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_bounded(int, 0), default=1,
                    help="seed of every row run by this command, the base's first (a second "
                         "seed gives error bars)")
-    p.add_argument("--corpus", default=None, help="corpus (default: multi30k-en-de)")
-    p.add_argument("--data-root", default=None,
-                   help="the data dir (default: as for train, $TRANSFORMER_DATA, else "
-                        "../shared/data beside this checkout)")
-    p.add_argument("--threads", type=_bounded(int, 0), default=None,
-                   help="torch CPU threads (default: torch's)")
-    p.add_argument("--device", default=None, help="auto, cpu, cuda (default: auto)")
-    p.add_argument("--beam", type=_bounded(int, 1), default=4, help="beam size of dev BLEU")
-    p.add_argument("--alpha", type=_bounded(float, 0.0), default=0.6, help="length penalty")
+    _add_common(p, "corpus", "data_root", "device", "threads")
+    _add_search(p, beam_help="beam size of dev BLEU")
     p.add_argument("--bleu-sentences", type=_bounded(int, 0), default=0,
                    help="dev BLEU on the first N valid sentences (0: all)")
     p = sub.add_parser("demo", help="train a tiny model a few steps on Multi30k",
                        formatter_class=HelpFormatter)
     p.add_argument("--steps", type=_bounded(int, 1), default=30, help="updates to train")
-    p.add_argument("--threads", type=_bounded(int, 1), default=2, help="torch CPU threads")
+    _add_common(p, "threads", threads=2)
     return parser
 
 

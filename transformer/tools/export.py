@@ -224,14 +224,19 @@ class OnnxModel:
         return iter(())
 
     def source_mask(self, src: torch.Tensor) -> torch.Tensor:
-        return src                                    # the decoder graph takes the ids
+        """(B, 1, 1, S) bool, True at real source tokens (as the torch model's)."""
+        return (src != self.cfg.pad_id)[:, None, None, :]
 
     def encode(self, src: torch.Tensor, src_mask=None) -> torch.Tensor:
         memory, weights = self.encoder.run(None, {"src": src.numpy()})
         self.attention["encoder.self"] = torch.from_numpy(weights)
         return torch.from_numpy(memory)
 
-    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src: torch.Tensor):
+    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor):
+        # The decoder graph reads the source padding from token ids (as the browser passes
+        # them) by comparing them with pad_id: ids that are padding exactly where the mask
+        # hides a key stand for the mask.
+        src = torch.where(src_mask.flatten(1), self.cfg.eos_id, self.cfg.pad_id)
         logits, self_w, cross_w = self.decoder.run(
             None, {"tgt_in": tgt_in.numpy(), "memory": memory.numpy(), "src": src.numpy()})
         self.attention.update({"decoder.self": torch.from_numpy(self_w),

@@ -142,8 +142,8 @@ class TrainConfig:
     max_len: int = setting(128, run=True, min=1,
                            help="skip training pairs longer than this many tokens")
     device: str = setting("auto", run=False, result=True,
-                          help="auto (CUDA when available), cpu, cuda or cuda:N; under "
-                               "torchrun each process takes its local GPU")
+                          help="auto (CUDA when available), cpu, cuda or cuda:N (under "
+                               "torchrun, train gives each process its local GPU)")
     progress: bool = setting(True, run=False, result=False, help="show a progress bar")
 
     def __post_init__(self):
@@ -180,10 +180,20 @@ def check_value(f: dataclasses.Field, value) -> None:
     if low is not None or high is not None:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ValueError(f"{where} must be a number, got {value!r}")
-        if low is not None and value < low:
-            raise ValueError(f"{where} must be >= {low}, got {value}")
-        if high is not None and value > high:
-            raise ValueError(f"{where} must be <= {high}, got {value}")
+        problem = out_of_bounds(value, low, high)
+        if problem:
+            raise ValueError(f"{where} {problem}")
+
+
+def out_of_bounds(value, low=None, high=None) -> str | None:
+    """``must be >= LOW, got VALUE`` (or ``<= HIGH``) when ``value`` lies outside the
+    bounds, else None: the rule of a field's ``min``/``max``, for :func:`check_value` and
+    the command line's numeric options alike."""
+    if low is not None and value < low:
+        return f"must be >= {low}, got {value}"
+    if high is not None and value > high:
+        return f"must be <= {high}, got {value}"
+    return None
 
 
 def _settings(cfg: TrainConfig, keep) -> dict:

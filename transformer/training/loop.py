@@ -127,6 +127,9 @@ class Trainer:
         self.lock = None             # the run folder's lock (from_config), see close()
         self.divergence = DivergenceWatch(self.model_cfg.tgt_vocab_size)
         self.loss_module = SequenceLoss(self.model, self.criterion)
+        # the negative log-likelihood (no smoothing): validation's perplexity
+        self.nll_module = SequenceLoss(self.model,
+                                       FastLabelSmoothingLoss(0.0, self.model_cfg.pad_id))
         self.train_model = self.loss_module
         if self.dist.distributed:        # under torchrun, also with one process
             self.train_model = torch.nn.parallel.DistributedDataParallel(
@@ -433,12 +436,20 @@ class Trainer:
 
     @torch.no_grad()
     def evaluate(self) -> dict:
-        """Validation loss (label-smoothed, per token) and greedy BLEU on a subset."""
+        """Validation figures per target token: ``valid_loss`` (label-smoothed, what is
+        trained), ``valid_nll`` (the negative log-likelihood) and ``valid_ppl`` (its
+        exponential, the per-wordpiece perplexity of Table 3), over ``valid_tokens``
+        tokens; and greedy BLEU on a subset."""
         if self.valid_iter is None:
             return {}
         self.model.eval()
         total, tokens = self.valid_sum(self.loss_module)
-        result = {"valid_loss": total / tokens if tokens else float("nan")}
+        nll, _ = self.valid_sum(self.nll_module)
+        nan = float("nan")
+        result = {"valid_loss": total / tokens if tokens else nan,
+                  "valid_nll": nll / tokens if tokens else nan,
+                  "valid_ppl": math.exp(nll / tokens) if tokens else nan,
+                  "valid_tokens": tokens}
         n = self.cfg.eval_bleu_sentences
         if n and self.dist.main and self.tokenizer is not None and self.valid is not None:
             from ..decoding import translate

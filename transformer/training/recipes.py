@@ -1,8 +1,8 @@
 """The named training runs: ``python -m transformer train --recipe NAME [--field value ...]``.
 
 Each recipe is one :class:`~transformer.training.config.TrainConfig`, written here and
-nowhere else: the Makefile's ``train-*`` targets, the README's commands, the book
-(``book/transformer_book/runs.py``), the demo, the benchmarks and the tests name a recipe
+nowhere else: the Makefile's ``train-*`` targets, the README's commands, the book's
+``runs.py``, the demo, the benchmarks and the tests name a recipe
 (and override a field or two) instead of copying its flags. A recipe's ``out_dir`` is
 ``runs/<name>``; ``--out`` puts the run elsewhere. How a recipe's model is scored (beam,
 length penalty) belongs to ``evaluate``'s command (the Makefile's targets), not here.
