@@ -1,5 +1,6 @@
-"""The chapters' timing harness: the median of timed calls, and one training step of the
-trainer's form of the model (forward, label-smoothed loss, backward, Adam) in a precision.
+"""The chapters' timing harness: the median or the best of timed calls, and one training
+step of the trainer's form of the model (forward, label-smoothed loss, backward, Adam) in a
+precision.
 
 This module belongs to the book, not to the ``transformer`` library, which never imports it.
 """
@@ -29,6 +30,18 @@ def median_seconds(fn, repeats: int, device="cpu", warmup: int = 2) -> float:
         sync(device)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def best_seconds(fn, repeats: int, device="cpu") -> float:
+    """The shortest wall time of ``repeats`` calls of ``fn``, no warm-up call (the first
+    call is timed too, so a slow first call only matters when every call is slow)."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        sync(device)
+        times.append(time.perf_counter() - start)
+    return min(times)
 
 
 def training_step_seconds(cfg, batch: int, length: int, precision: str, repeats: int,
