@@ -9,7 +9,7 @@ TORCH  ?= torch==2.13.0
 export TRANSFORMER_DATA ?= $(abspath ../shared/data)
 export PYTHONUNBUFFERED = 1
 
-.PHONY: setup test test-unit test-book book browser jemalloc demo clean train-small train-tiny clean-cache gpu-data gpu-wheels
+.PHONY: setup test test-unit test-book test-colab book browser jemalloc demo clean train-small train-tiny clean-cache gpu-data gpu-wheels
 # Book builds and book tests run torch on one thread: on small shared CPUs the default
 # thread count thrashed (a 2-layer toy training: 100 s with 2 threads, 9 s with 1).
 # The book build trains its cached model in a kernel: under jemalloc (when installed) its
@@ -39,6 +39,12 @@ test-unit: setup
 
 test-book: setup
 	BOOK_QUICK=1 $(PY) -m pytest book tests/test_book_site.py --nbval-lax --nbval-current-env
+
+# A learner's first run on Colab, every chapter (`make test` rehearses chapter 1): each
+# chapter's own install cell in a fresh Python 3.11 environment holding only what Colab
+# preinstalls, then the chapter, in quick mode (tests/test_colab.py).
+test-colab: setup
+	COLAB_CHAPTERS=all BOOK_QUICK=1 OMP_NUM_THREADS=1 $(PY) -m pytest tests/test_colab.py
 
 # Executes every chapter (execute_notebooks: force) and fails on any warning or cell error.
 # `clean` first: Sphinx would otherwise skip unchanged chapters and keep their old outputs.

@@ -11,6 +11,8 @@ from urllib.parse import urlparse
 import pytest
 import torch
 
+import processes
+
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 QUICK_OUT = REPO / "_build" / "quick"
@@ -19,6 +21,18 @@ QUICK_OUT = REPO / "_build" / "quick"
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
+
+
+processes.adopt_orphans()          # orphaned grandchildren stay ours (tests/processes.py)
+
+
+@pytest.fixture(autouse=True)
+def _end_its_processes():
+    """Every process a test started ends with it, grandchildren included, pass or fail
+    (fixtures of a wider scope start theirs before this snapshot, so theirs live on)."""
+    before = processes.children()
+    yield
+    processes.end_new_processes(before)
 
 
 @pytest.fixture(scope="session")

@@ -226,47 +226,116 @@ def test_multi30k_urls_map_to_our_layout():
     }
 
 
-class FakeResponse:
-    """What ``urllib.request.urlopen`` returns, serving ``body`` in one read."""
-
-    def __init__(self, body: bytes):
-        self.chunks = [body, b""]
-
-    def read(self, n):
-        return self.chunks.pop(0)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
+def test_the_checksums_cover_every_file_the_download_writes():
+    assert set(data.MULTI30K_SHA256) == set(multi30k_files().values())
+    assert all(len(h) == 64 and int(h, 16) >= 0 for h in data.MULTI30K_SHA256.values())
 
 
-def test_download_skips_present_files_and_renames_atomically(tmp_path, monkeypatch):
-    folder = tmp_path / "multi30k-en-de"
-    folder.mkdir()
-    (folder / "train.src.gz").write_bytes(b"already here")
-    fetched = []
+class Mirror:
+    """A local HTTP server (127.0.0.1) standing in for the Multi30k repository: it serves
+    small gzip corpora under the upstream names; ``sha256`` is their table, ``requests``
+    the paths asked for, and ``broken`` maps a served name to a status to answer with."""
 
-    def fake_urlopen(url, timeout):
-        fetched.append(url)
-        return FakeResponse(gzip.compress(url.encode()))
+    def __init__(self, folder: Path):
+        import hashlib
+        import http.server
+        import threading
+        root, folder = folder, folder / "data" / "task1" / "raw"     # the upstream layout
+        self.folder, self.requests, self.broken, self.sha256 = folder, [], {}, {}
+        folder.mkdir(parents=True)
+        for split, stem in data.MULTI30K_SPLITS.items():
+            for side, lang in (("src", "en"), ("tgt", "de")):
+                lines = [f"{split} {lang} sentence {i} ." for i in range(5)]
+                write(folder / f"{stem}.{lang}.gz", lines, gz=True)
+                self.sha256[f"{split}.{side}.gz"] = hashlib.sha256(
+                    (folder / f"{stem}.{lang}.gz").read_bytes()).hexdigest()
+        mirror = self
 
-    monkeypatch.setattr(data.urllib.request, "urlopen", fake_urlopen)
-    assert data.download_multi30k(tmp_path) == folder
-    assert len(fetched) == 5 and not any(u.endswith("/train.en.gz") for u in fetched)
-    assert (folder / "train.src.gz").read_bytes() == b"already here"
-    assert gzip.decompress((folder / "test.tgt.gz").read_bytes()).endswith(
-        b"test_2016_flickr.de.gz")
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, directory=str(root), **kwargs)
+
+            def do_GET(self):
+                mirror.requests.append(self.path)
+                name = self.path.rsplit("/", 1)[-1]
+                if name in mirror.broken:
+                    self.send_error(mirror.broken[name])
+                else:
+                    super().do_GET()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}/data/task1/raw"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def mirror(tmp_path, monkeypatch):
+    served = Mirror(tmp_path / "served")
+    # these stand-ins are not Multi30k's files: the table the download checks is theirs
+    monkeypatch.setattr(data, "MULTI30K_SHA256", served.sha256)
+    monkeypatch.setenv("TRANSFORMER_MULTI30K_URL", served.url)
+    yield served
+    served.close()
+
+
+def test_download_from_a_mirror_checks_and_keeps_the_bytes_and_skips_present_files(
+        tmp_path, mirror):
+    folder = tmp_path / "data" / "multi30k-en-de"
+    folder.mkdir(parents=True)
+    write(folder / "train.src.gz", ["already here"], gz=True)
+    assert data.download_multi30k(tmp_path / "data") == folder      # the URL from the env
+    assert sorted(mirror.requests) == sorted(
+        f"/data/task1/raw/{stem}.{lang}.gz" for stem in data.MULTI30K_SPLITS.values()
+        for lang in ("en", "de") if (stem, lang) != ("train", "en"))
     assert sorted(p.name for p in folder.iterdir()) == sorted(multi30k_files().values())
+    assert (folder / "test.tgt.gz").read_bytes() == \
+        (mirror.folder / "test_2016_flickr.de.gz").read_bytes()
+    valid = load_corpus("multi30k-en-de", "valid", root=tmp_path / "data")
+    assert valid.src[0] == "valid en sentence 0 ." and valid.tgt[4] == "valid de sentence 4 ."
+    assert gzip.decompress((folder / "train.src.gz").read_bytes()) == b"already here\n"
 
 
-def test_download_rejects_non_gzip_and_leaves_no_partial_file(tmp_path, monkeypatch):
-    monkeypatch.setattr(data.urllib.request, "urlopen",
-                        lambda url, timeout: FakeResponse(b"<html>rate limited</html>"))
-    with pytest.raises(ValueError, match="gzip"):
+def test_a_damaged_download_is_refused_in_one_line_and_not_kept(tmp_path, mirror):
+    served = mirror.folder / "val.de.gz"
+    body = bytearray(served.read_bytes())
+    body[-5] ^= 0xFF                                  # one flipped byte in the gzip trailer
+    served.write_bytes(bytes(body))
+    with pytest.raises(ValueError) as err:
+        data.download_multi30k(tmp_path)
+    message = str(err.value)
+    assert message == (f"{mirror.url}/val.de.gz is not Multi30k's valid.tgt.gz: its SHA-256 "
+                       f"is {data.hashlib.sha256(body).hexdigest()}, not "
+                       f"{mirror.sha256['valid.tgt.gz']} (a damaged or different file; "
+                       "not kept)")
+    left = sorted(p.name for p in (tmp_path / "multi30k-en-de").iterdir())
+    assert left == ["train.src.gz", "train.tgt.gz", "valid.src.gz"]   # no partial file
+
+
+def test_a_page_instead_of_a_file_is_refused(tmp_path, mirror):
+    (mirror.folder / "train.en.gz").write_bytes(b"<html>rate limited</html>")
+    with pytest.raises(ValueError, match=r"/train\.en\.gz did not return a gzip file$"):
         data.download_multi30k(tmp_path)
     assert list((tmp_path / "multi30k-en-de").iterdir()) == []
+
+
+def test_a_failed_download_says_which_file_and_why_in_one_line(tmp_path, mirror):
+    mirror.broken["train.de.gz"] = 503
+    with pytest.raises(ConnectionError) as err:
+        data.download_multi30k(tmp_path)
+    assert str(err.value) == (f"could not download {mirror.url}/train.de.gz: HTTP 503 "
+                              "Service Unavailable")
+    assert [p.name for p in (tmp_path / "multi30k-en-de").iterdir()] == ["train.src.gz"]
+    mirror.close()                                    # nothing listening any more
+    with pytest.raises(ConnectionError, match=r"^could not download http://127\.0\.0\.1:\d+/"
+                                              r"data/task1/raw/train\.de\.gz: .*refused"):
+        data.download_multi30k(tmp_path, timeout=600)
 
 
 def test_load_wmt14_without_datasets_says_pip_install(monkeypatch):

@@ -21,9 +21,12 @@ a silently misaligned corpus.
 from __future__ import annotations
 
 import gzip
+import hashlib
+import http.client
 import logging
 import os
 import tempfile
+import urllib.error
 import urllib.request
 import warnings
 from dataclasses import dataclass
@@ -39,6 +42,17 @@ MULTI30K = "multi30k-en-de"
 MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
 # our split name -> the file stem used by the multi30k/dataset repository
 MULTI30K_SPLITS = {"train": "train", "valid": "val", "test": "test_2016_flickr"}
+# SHA-256 of each file as the repository serves it (the download keeps the bytes as they
+# come): the git blobs of data/task1/raw/ at multi30k/dataset a3d2e0d26b56 (those files
+# last changed on 2018-01-17).
+MULTI30K_SHA256 = {
+    "train.src.gz": "d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f",
+    "train.tgt.gz": "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6",
+    "valid.src.gz": "14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28",
+    "valid.tgt.gz": "f0cba2f995189cf5770f29a8a9a537a3ad3f51657ad873405082ff6863a5e75a",
+    "test.src.gz": "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9",
+    "test.tgt.gz": "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
+}
 _DOWNLOAD_HINT = ("Multi30k is not in the data directory. Download it with\n"
                   "    python -c 'from transformer.data import download_multi30k; "
                   "download_multi30k()'\n"
@@ -283,37 +297,59 @@ def concatenate_corpora(names, folder: str | os.PathLike, splits=("train", "vali
 
 
 # --------------------------------------------------------------------------- download
-def multi30k_files() -> dict[str, str]:
-    """URL of each official Multi30k task-1 raw file -> its name in our layout."""
+def multi30k_files(url: str = MULTI30K_URL) -> dict[str, str]:
+    """URL of each official Multi30k task-1 raw file (under ``url``) -> its name in our
+    layout."""
     files = {}
     for split, stem in MULTI30K_SPLITS.items():
-        files[f"{MULTI30K_URL}/{stem}.en.gz"] = f"{split}.src.gz"
-        files[f"{MULTI30K_URL}/{stem}.de.gz"] = f"{split}.tgt.gz"
+        files[f"{url}/{stem}.en.gz"] = f"{split}.src.gz"
+        files[f"{url}/{stem}.de.gz"] = f"{split}.tgt.gz"
     return files
 
 
-def download_multi30k(root: str | os.PathLike | None = None, timeout: float = 60.0) -> Path:
+def download_multi30k(root: str | os.PathLike | None = None, timeout: float = 60.0,
+                      url: str | None = None) -> Path:
     """Download Multi30k (Elliott et al., 2016) into ``data_dir(root)/multi30k-en-de/``.
 
-    Each file is written to a temporary name and renamed when complete, so an interrupted
-    download never leaves a truncated corpus; files already present are skipped.
-    Returns the folder.
+    The files come from ``url``, else ``$TRANSFORMER_MULTI30K_URL`` (a mirror holding the
+    repository's ``{train,val,test_2016_flickr}.{en,de}.gz``), else :data:`MULTI30K_URL`.
+    Each file is checked against its SHA-256 (:data:`MULTI30K_SHA256`), written to a
+    temporary name and renamed when complete and correct, so a failed or damaged download
+    never leaves a corpus behind; files already present are skipped. A failure raises
+    with one line: ``ConnectionError`` when a file cannot be fetched, ``ValueError`` when
+    what came is not the file. Returns the folder.
     """
+    url = (url or os.environ.get("TRANSFORMER_MULTI30K_URL") or MULTI30K_URL).rstrip("/")
     folder = data_dir(root) / MULTI30K
     folder.mkdir(parents=True, exist_ok=True)
-    for url, filename in multi30k_files().items():
+    for file_url, filename in multi30k_files(url).items():
         target = folder / filename
         if target.exists():
             continue
-        log.info("downloading %s -> %s", url, target)
+        log.info("downloading %s -> %s", file_url, target)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{filename}.", suffix=".part")
+        digest = hashlib.sha256()
         try:
-            with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as r:
-                while chunk := r.read(1 << 20):
-                    out.write(chunk)
+            with os.fdopen(fd, "wb") as out:
+                try:
+                    with urllib.request.urlopen(file_url, timeout=timeout) as r:
+                        while chunk := r.read(1 << 20):
+                            digest.update(chunk)
+                            out.write(chunk)
+                except urllib.error.HTTPError as e:
+                    raise ConnectionError(f"could not download {file_url}: HTTP {e.code} "
+                                          f"{e.reason}") from None
+                except (urllib.error.URLError, http.client.HTTPException, TimeoutError,
+                        ConnectionError) as e:
+                    raise ConnectionError(f"could not download {file_url}: "
+                                          f"{getattr(e, 'reason', None) or e}") from None
             with open(tmp, "rb") as f:
                 if f.read(2) != b"\x1f\x8b":
-                    raise ValueError(f"{url} did not return a gzip file")
+                    raise ValueError(f"{file_url} did not return a gzip file")
+            if digest.hexdigest() != MULTI30K_SHA256[filename]:
+                raise ValueError(f"{file_url} is not Multi30k's {filename}: its SHA-256 is "
+                                 f"{digest.hexdigest()}, not {MULTI30K_SHA256[filename]} "
+                                 "(a damaged or different file; not kept)")
             os.replace(tmp, target)
         finally:
             if os.path.exists(tmp):
