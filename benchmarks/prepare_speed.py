@@ -141,7 +141,7 @@ def main(argv=None):
     lines = []
     for line in proc.stdout:
         print(line, end="", flush=True)
-        lines.append(line.rstrip("\n"))
+        lines.append(line.rstrip("\n").replace(str(scratch), "SCRATCH"))
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
     if status != 0:
