@@ -297,3 +297,21 @@ def test_two_processes_map_the_same_prepared_folder(tmp_path):
     for fields in pages:          # the ids are in both page tables, shared, none private
         assert fields["Shared_Clean"] >= size_kb // 4 * 4 and fields["Private_Dirty"] == 0
         assert fields["Anonymous"] == 0
+
+
+def test_other_ranks_wait_for_rank_0_to_prepare_wmt14(wmt14, tmp_path, monkeypatch):
+    """Under torchrun rank 0 prepares wmt14 (longer than a collective's timeout may allow);
+    the others poll for its manifest, which appears only once the folder is whole."""
+    import threading
+    import types
+    from transformer.training import prepared as module
+    monkeypatch.setattr(module.time, "sleep", lambda s: threading.Event().wait(0.05))
+    cfg = toy_config("wmt14", tmp_path / "run", data_root=str(tmp_path / "data"), vocab_size=40)
+    rank0 = threading.Timer(0.3, lambda: module.prepared_folder(cfg, types.SimpleNamespace(
+        main=True, rank=0)))
+    rank0.start()
+    with pytest.warns(UserWarning, match="dropped 1"):
+        folder = module.prepared_folder(cfg, types.SimpleNamespace(main=False, rank=1))
+        rank0.join()
+    assert folder == wmt14_folder(40, cfg.seed, cfg.data_root)
+    assert PreparedCorpus(folder).pairs("train") == 4
