@@ -30,7 +30,9 @@ import urllib.error
 import urllib.request
 import warnings
 from dataclasses import dataclass
+from itertools import zip_longest
 from pathlib import Path
+from typing import Iterator
 
 log = logging.getLogger(__name__)
 
@@ -149,28 +151,32 @@ def corpus_folder(name: str | os.PathLike, root: str | os.PathLike | None = None
 
 
 # --------------------------------------------------------------------------- reading
-def read_lines(path: str | os.PathLike) -> list[str]:
-    """The lines of a UTF-8 text file (gzip-compressed when the name ends in ``.gz``),
-    stripped of surrounding whitespace. Raises with the file and 1-based line number on
-    bytes that are not UTF-8."""
+def iter_lines(path: str | os.PathLike) -> Iterator[str]:
+    """The lines of a UTF-8 text file (gzip-compressed when the name ends in ``.gz``), one
+    at a time, stripped of surrounding whitespace (a leading byte-order mark removed).
+    Raises with the file and 1-based line number on bytes that are not UTF-8."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"corpus file not found: {path}")
     opener = gzip.open if path.suffix == ".gz" else open
-    lines = []
     try:
         with opener(path, "rb") as f:
             for number, raw in enumerate(f, start=1):
                 try:
-                    lines.append(raw.decode("utf-8").strip())
+                    line = raw.decode("utf-8").strip()
                 except UnicodeDecodeError as e:
                     raise ValueError(f"{path}: line {number} is not valid UTF-8 "
                                      f"({e.reason} at byte {e.start})") from None
+                if number == 1 and line.startswith("\ufeff"):   # a byte-order mark is not text
+                    line = line[1:]
+                yield line
     except (gzip.BadGzipFile, EOFError) as e:
         raise ValueError(f"{path}: not a readable gzip file ({e})") from None
-    if lines and lines[0].startswith("\ufeff"):   # a byte-order mark is not text
-        lines[0] = lines[0][1:]
-    return lines
+
+
+def read_lines(path: str | os.PathLike) -> list[str]:
+    """All the lines of :func:`iter_lines` as a list."""
+    return list(iter_lines(path))
 
 
 def drop_empty_pairs(src: list[str], tgt: list[str], name: str = "") -> ParallelCorpus:
@@ -226,6 +232,16 @@ def load_corpus(name: str | os.PathLike, split: str, direction: str = "en-de",
     parts = mixture_parts(name)
     if parts is not None:
         return _load_mixture(name, parts, split, direction, root)
+    folder, src, tgt = split_files(name, split, root)
+    corpus = read_parallel(src, tgt, name=f"{folder.name}/{split}")
+    corpus.name = f"{folder.name}/{split} ({direction})"
+    return corpus.swapped() if direction == "de-en" else corpus
+
+
+def split_files(name: str | os.PathLike, split: str,
+                root: str | os.PathLike | None = None) -> tuple[Path, Path, Path]:
+    """The folder of corpus ``name`` (not a mixture) and the files of its ``split``:
+    ``(folder, source file, target file)``; FileNotFoundError lists the names tried."""
     folder = Path(name).expanduser() if is_corpus_path(name) else data_dir(root) / name
     src, src_tried = _find(folder, f"{split}.src")
     tgt, tgt_tried = _find(folder, f"{split}.tgt")
@@ -237,9 +253,7 @@ def load_corpus(name: str | os.PathLike, split: str, direction: str = "en-de",
         if folder.name == MULTI30K:
             message += "\n" + _DOWNLOAD_HINT
         raise FileNotFoundError(message)
-    corpus = read_parallel(src, tgt, name=f"{folder.name}/{split}")
-    corpus.name = f"{folder.name}/{split} ({direction})"
-    return corpus.swapped() if direction == "de-en" else corpus
+    return folder, src, tgt
 
 
 # --------------------------------------------------------------------------- combining
@@ -357,25 +371,121 @@ def download_multi30k(root: str | os.PathLike | None = None, timeout: float = 60
     return folder
 
 
-def load_wmt14(split: str, direction: str = "en-de") -> ParallelCorpus:
-    """WMT 2014 English-German (the paper's 4.5M pairs) through Hugging Face ``datasets``.
+WMT14_ENV = "TRANSFORMER_WMT14"
+_WMT14_SPLITS = {"train": "train", "valid": "validation", "test": "test"}
 
-    ``split`` is ``"train"``, ``"valid"`` (newstest2013) or ``"test"`` (newstest2014).
-    Needs ``pip install datasets`` and internet access on first use.
-    """
-    _check_direction(direction)
+
+def wmt14_dataset(split: str):
+    """The Hugging Face ``datasets.Dataset`` of WMT14 de-en's ``split`` (train, valid or
+    test): ``datasets.load_dataset("wmt14", "de-en")``, or, when ``$TRANSFORMER_WMT14`` names
+    a folder, that copy offline: a ``DatasetDict.save_to_disk`` folder (train, validation,
+    test, each with a ``translation`` column of ``{"de", "en"}`` dicts, as the hub's), or a
+    local copy of the hub's repository (read with ``load_dataset(folder, "de-en")``)."""
     try:
         import datasets
     except ImportError:
         raise ImportError("--corpus wmt14 needs the Hugging Face datasets package: `pip "
                           "install datasets` (or pip install 'transformer[wmt]')") from None
     split = _SPLIT_ALIASES.get(split, split)
-    hf_split = {"train": "train", "valid": "validation", "test": "test"}.get(split)
+    hf_split = _WMT14_SPLITS.get(split)
     if hf_split is None:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-    rows = datasets.load_dataset("wmt14", "de-en", split=hf_split)["translation"]
-    en = [row["en"].strip() for row in rows]
-    de = [row["de"].strip() for row in rows]
-    corpus = drop_empty_pairs(en, de, name=f"wmt14/{split}")
+    local = os.environ.get(WMT14_ENV)
+    if not local:
+        return datasets.load_dataset("wmt14", "de-en", split=hf_split)
+    folder = Path(local).expanduser()
+    if not folder.is_dir():
+        raise FileNotFoundError(f"${WMT14_ENV}={local}: no such folder (a saved WMT14 "
+                                f"DatasetDict, or a copy of the hub's wmt14 repository)")
+    if not (folder / "dataset_dict.json").is_file():
+        return datasets.load_dataset(str(folder), "de-en", split=hf_split)
+    saved = datasets.load_from_disk(str(folder))
+    if hf_split not in saved:
+        raise ValueError(f"${WMT14_ENV}={local}: the saved dataset has splits "
+                         f"{sorted(saved)}, not {hf_split!r}")
+    return saved[hf_split]
+
+
+def _wmt14_pair(row, where: str) -> tuple[str, str]:
+    """(English, German) of one row of the ``translation`` column, stripped."""
+    try:
+        return row["en"].strip(), row["de"].strip()
+    except (KeyError, TypeError, AttributeError):
+        raise ValueError(f"{where}: a row of the 'translation' column is {row!r}, not a dict "
+                         f"of 'en' and 'de' sentences") from None
+
+
+def load_wmt14(split: str, direction: str = "en-de") -> ParallelCorpus:
+    """WMT 2014 English-German (the paper's 4.5M pairs) through Hugging Face ``datasets``.
+
+    ``split`` is ``"train"``, ``"valid"`` (newstest2013) or ``"test"`` (newstest2014).
+    Needs ``pip install datasets`` and internet access on first use, or a local copy named
+    by ``$TRANSFORMER_WMT14`` (:func:`wmt14_dataset`). The whole split is held as Python
+    strings; ``python -m transformer prepare`` reads it in pieces instead
+    (:class:`CorpusStream`).
+    """
+    _check_direction(direction)
+    split = _SPLIT_ALIASES.get(split, split)
+    rows = wmt14_dataset(split)["translation"]
+    pairs = [_wmt14_pair(row, f"wmt14/{split}") for row in rows]
+    corpus = drop_empty_pairs([en for en, _ in pairs], [de for _, de in pairs],
+                              name=f"wmt14/{split}")
     corpus.name = f"wmt14/{split} ({direction})"
     return corpus.swapped() if direction == "de-en" else corpus
+
+
+class CorpusStream:
+    """The (English, German) pairs of one split of a corpus, one at a time: what
+    :func:`load_corpus` reads (a folder, a mixture, or ``"wmt14"``), with its rules (pairs
+    with an empty side dropped, files that are not aligned refused), without holding the
+    corpus in memory. Iterating again reads the files again. After a full pass,
+    ``dropped_empty`` is the count of pairs left out (and a warning says so)."""
+
+    def __init__(self, name: str | os.PathLike, split: str,
+                 root: str | os.PathLike | None = None, batch_rows: int = 10_000):
+        self.name, self.root, self.batch_rows = name, root, batch_rows
+        self.split = _SPLIT_ALIASES.get(split, split)
+        if self.split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        self.parts = mixture_parts(name)
+        if self.parts is not None and self.split not in ("train", "valid"):
+            raise ValueError(f"corpus {str(name)!r} is a mixture: it has train and valid "
+                             f"splits only")
+        self.dropped_empty = 0
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        self.dropped_empty = 0
+        if str(self.name) == "wmt14":
+            sources = [self._wmt14()]
+        elif self.parts is not None:
+            sources = (self._files(part) for part, times in self.parts
+                       for _ in range(times if self.split == "train" else 1))
+        else:
+            sources = [self._files(self.name)]
+        total = 0
+        for source in sources:
+            for en, de in source:
+                total += 1
+                if en and de:
+                    yield en, de
+                else:
+                    self.dropped_empty += 1
+        if self.dropped_empty:
+            warnings.warn(f"{self.name}/{self.split}: dropped {self.dropped_empty} of {total} "
+                          f"pairs with an empty source or target", stacklevel=2)
+
+    def _files(self, name) -> Iterator[tuple[str, str]]:
+        _, src, tgt = split_files(name, self.split, self.root)
+        for en, de in zip_longest(iter_lines(src), iter_lines(tgt)):
+            if en is None or de is None:          # one file ended first: count both
+                n_src, n_tgt = (sum(1 for _ in iter_lines(path)) for path in (src, tgt))
+                raise ValueError(f"parallel files are not aligned: {src} has {n_src} lines "
+                                 f"but {tgt} has {n_tgt} lines")
+            yield en, de
+
+    def _wmt14(self) -> Iterator[tuple[str, str]]:
+        dataset = wmt14_dataset(self.split)
+        where = f"wmt14/{self.split}"
+        for batch in dataset.iter(batch_size=self.batch_rows):
+            for row in batch["translation"]:
+                yield _wmt14_pair(row, where)

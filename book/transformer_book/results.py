@@ -245,6 +245,13 @@ BENCHMARKS = [
     ("host_memory.py", "resident memory of a CPU training run",
      "python benchmarks/host_memory.py [--jemalloc]", "host_memory",
      lambda r: " against ".join(f"{x['peak_gb']} GB" for x in r["rows"][::-1]) + " (jemalloc, glibc)"),
+    ("prepare_speed.py", "a WMT14-sized corpus prepared once, then read by two processes",
+     "python benchmarks/prepare_speed.py", "prepare_wmt14_scale",
+     lambda r: f"{r['corpus']['pairs'] / 1e6:.1f}M pairs prepared in "
+               f"{r['prepare']['seconds'] / 60:.0f} min; per reader "
+               f"{max(x['peak_rss_mb'] for x in r['readers']):,} MB peak "
+               f"({max(x['peak_private_mb'] for x in r['readers']):,} MB private), "
+               f"{min(x['tokens_per_s'] for x in r['readers']) / 1e6:.1f}M tokens/s"),
     ("decode_speed.py", "KV-cached against recomputed decoding; beam against greedy",
      "python benchmarks/decode_speed.py", "decode_speed",
      lambda r: f"KV cache {_x(r['rows'][0]['kv_cache_speedup'])}"),

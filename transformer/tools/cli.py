@@ -1,5 +1,5 @@
-"""Command line: ``python -m transformer train | translate | evaluate | average | export |
-ablate | demo``.
+"""Command line: ``python -m transformer train | prepare | translate | evaluate | average |
+export | ablate | demo``.
 
 The options of ``train`` are generated from the fields of
 :class:`~transformer.training.config.TrainConfig` (name, type, default, help, choices and
@@ -32,6 +32,8 @@ examples:
   python -m transformer ablate --rows A,B --updates 400 --out runs/table3
   python -m transformer ablate --budget gpu --base-seeds 2 --jobs 4 --out runs/table3_gpu
   torchrun --nproc_per_node 8 -m transformer train --recipe base-wmt14 --out runs/base
+  python -m transformer prepare --recipe base-wmt14 --out data/wmt14-prepared  # once, then
+  torchrun --nproc_per_node 8 -m transformer train --recipe base-wmt14 --corpus data/wmt14-prepared
 
 Each command has --help.
 """
@@ -250,6 +252,63 @@ def cmd_train(args):
         print(json.dumps(result))
 
 
+def _add_prepare(sub):
+    from ..training.config import TrainConfig
+    from ..training.prepared import DEFAULT_SAMPLE
+    from ..training.recipes import RECIPES
+    meta = {f.name: f.metadata["help"] for f in dataclasses.fields(TrainConfig)}
+    p = sub.add_parser(
+        "prepare", help="prepare a large corpus once: BPE on a sample, token ids on disk "
+                        "that every training process memory-maps",
+        formatter_class=HelpFormatter,
+        description="Read the train and valid splits of a corpus in pieces, train the BPE "
+        "vocabulary on a random sample of pairs, encode every pair and write OUT: token ids "
+        "and offsets per language, spm.model and prepared.json "
+        "(transformer/training/prepared.py). Train from it with --corpus OUT: every "
+        "process (every GPU under torchrun) maps the same files. --corpus wmt14 is prepared "
+        "this way on first use by train itself.")
+    p.add_argument("--corpus", default=None,
+                   help=meta["corpus"] + " (default: the recipe's, else multi30k-en-de)")
+    p.add_argument("--out", required=True, help="the folder to write (required)")
+    p.add_argument("--recipe", choices=list(RECIPES), default=None,
+                   help="take --corpus, --vocab-size and --seed from this recipe (e.g. "
+                        "base-wmt14); the options given override them (default: none)")
+    p.add_argument("--vocab-size", type=_bounded(int, 5), default=None,
+                   help=meta["vocab_size"] + " (default: the recipe's, else "
+                        f"{TrainConfig().vocab_size}); train must use the same")
+    p.add_argument("--seed", type=_bounded(int, 0), default=None,
+                   help="seed of the BPE sample (default: the recipe's, else "
+                        f"{TrainConfig().seed})")
+    p.add_argument("--sample", type=_bounded(int, 1), default=DEFAULT_SAMPLE,
+                   help="train the vocabulary on this many sentence pairs drawn at random "
+                        "(all of them when the corpus has no more)")
+    p.add_argument("--workers", type=_bounded(int, 0), default=0,
+                   help="processes that encode (0: one per CPU, at most 8)")
+    p.add_argument("--data-root", default=None,
+                   help="the data dir (default: $TRANSFORMER_DATA, else ../shared/data beside "
+                        "this checkout, else ~/.cache/transformer/data)")
+
+
+def cmd_prepare(args):
+    """``prepare``: a corpus into memory-mapped token ids (transformer.training.prepared)."""
+    from ..training.config import TrainConfig
+    from ..training.prepared import PreparedCorpus, prepare_corpus
+    from ..training.recipes import recipe
+    given = {k: v for k, v in (("corpus", args.corpus), ("vocab_size", args.vocab_size),
+                               ("seed", args.seed), ("data_root", args.data_root))
+             if v is not None}
+    cfg = recipe(args.recipe, **given) if args.recipe else TrainConfig(**given)
+    out = prepare_corpus(cfg, args.out, sample=args.sample, workers=args.workers,
+                         log=lambda line: print(line, flush=True))
+    store = PreparedCorpus(out)
+    for split in ("train", "valid"):
+        entry = store.manifest["splits"][split]
+        print(f"{split}: {entry['pairs']:,} pairs, {entry['tokens']['en']:,} English and "
+              f"{entry['tokens']['de']:,} German tokens")
+    print(f"train with: python -m transformer train --corpus {out} --vocab-size "
+          f"{store.vocab_size} ...")
+
+
 def _decode_args(p):
     p.add_argument("checkpoint", help="a checkpoint file (e.g. run/average.pt)")
     _add_search(p)
@@ -415,6 +474,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=_DescribedHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_train(sub)
+    _add_prepare(sub)
     p = sub.add_parser("translate", help="translate stdin or a file, one sentence per line",
                        formatter_class=HelpFormatter)
     _decode_args(p)
@@ -522,7 +582,8 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     from ..checkpoint import CheckpointError
     from ..training.config import TrainingError
-    command = {"train": cmd_train, "translate": cmd_translate, "evaluate": cmd_evaluate,
+    command = {"train": cmd_train, "prepare": cmd_prepare, "translate": cmd_translate,
+               "evaluate": cmd_evaluate,
                "average": cmd_average, "export": cmd_export, "ablate": cmd_ablate,
                "demo": cmd_demo}[args.command]
     args.argv = list(sys.argv[1:] if argv is None else argv)

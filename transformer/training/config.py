@@ -64,7 +64,8 @@ class TrainConfig:
     corpus: str = setting(
         "multi30k-en-de", run=True,
         help="a folder under the data dir (multi30k-en-de, tatoeba-en-de), a path to a folder "
-             "holding {train,valid,test}.{src,tgt}[.gz], or wmt14 (Hugging Face datasets)")
+             "holding {train,valid,test}.{src,tgt}[.gz], a folder written by `prepare`, or "
+             "wmt14 (Hugging Face datasets; prepared on first use)")
     direction: str = setting("en-de", run=True, choices=DIRECTIONS,
                              help="translation direction (the files hold English as source)")
     data_root: str | None = setting(

@@ -6,7 +6,9 @@ length." :func:`prepare` does what ``python -m transformer train`` does before i
 the model: it checks the settings against the run folder, reads the train and valid
 splits (:func:`load_split`), trains the vocabulary (:func:`train_tokenizer`) or takes the
 run's, builds the token-bucketed iterators (:func:`batch_iterators`) and only then, every
-check passed, writes the run folder.
+check passed, writes the run folder. A corpus prepared on disk (a folder written by
+``python -m transformer prepare``, and ``wmt14``, prepared on first use) is memory-mapped
+instead, with its own vocabulary (:mod:`.prepared`).
 """
 from __future__ import annotations
 
@@ -94,6 +96,10 @@ def prepare(cfg: TrainConfig, dist: Distributed, run: RunFolder, identity: dict,
     torch.manual_seed(cfg.seed)
     random.seed(cfg.seed)
 
+    from .prepared import from_prepared, prepared_folder   # a corpus prepared on disk
+    folder = prepared_folder(cfg, dist)
+    if folder is not None:
+        return from_prepared(folder, cfg, dist, run, identity, tokenizer)
     train, valid = load_split(cfg, "train"), load_split(cfg, "valid")
     if resuming and run.tokenizer_file.exists():
         own = run.tokenizer()

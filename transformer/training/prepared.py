@@ -1,0 +1,535 @@
+"""A corpus prepared once for training: its BPE vocabulary and token ids, memory-mapped.
+
+WMT 2014 English-German (section 5.1) has about 4.5 million sentence pairs. Read as Python
+strings and lists of token ids it takes gigabytes in every training process, eight times
+over under 8-GPU DDP, and the BPE vocabulary would train single-threaded on all 9 million
+sentences. ``python -m transformer prepare`` (:func:`prepare_corpus`) instead reads the
+corpus in pieces (:class:`~transformer.data.CorpusStream`), trains the vocabulary on a
+random sample of pairs, encodes every pair in worker processes and writes::
+
+    folder/prepared.json            manifest: format, corpus, settings, counts, hashes
+    folder/spm.model                the shared BPE vocabulary
+    folder/{split}.{en,de}.ids      each sentence's token ids, one after another (uint16
+                                    when the vocabulary has at most 65,536 pieces, else int32)
+    folder/{split}.{en,de}.offsets  int64, pairs + 1: sentence i is ids[offsets[i]:offsets[i+1]]
+    folder/valid.json               the valid split's text, for BLEU during validation
+
+for the train and valid splits, English and German (the direction is chosen when training).
+The folder is written under a temporary name and renamed: it is whole or absent.
+
+:class:`PreparedCorpus` opens a folder with ``numpy.memmap``: the token ids stay in the page
+cache, shared by every process that maps them, and a training process holds privately only
+the lengths and one epoch's batch plan (:class:`PreparedBatchIterator`, the batches
+:class:`~transformer.batching.BatchIterator` builds from the same ids, as arrays).
+
+The trainer (:func:`~transformer.training.prepare.prepare`) trains from a prepared folder
+when ``--corpus`` names one, and prepares ``--corpus wmt14`` itself, once, on rank 0, into
+``data_dir()/wmt14-prepared-v{vocab_size}-s{seed}`` (the other ranks wait for it).
+"""
+from __future__ import annotations
+
+import collections
+import hashlib
+import json
+import math
+import multiprocessing
+import os
+import random
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..batching import Batch, BatchIterator, BatchPlan, token_batch_plan
+from ..config import BOS_ID, EOS_ID, PAD_ID
+from ..data import CorpusStream, ParallelCorpus, data_dir, mixture_parts, resolve_corpus
+from ..tokenizer import Tokenizer
+
+FORMAT, VERSION = "transformer-prepared-corpus", 1
+MANIFEST = "prepared.json"
+SIDES = ("en", "de")                 # the files hold both; --direction picks the source
+PREPARED_SPLITS = ("train", "valid")
+DEFAULT_SAMPLE = 1_000_000           # pairs the BPE vocabulary is trained on (both sides)
+CHUNK_PAIRS = 20_000                 # pairs per encoding task
+
+
+def is_prepared(folder: str | os.PathLike) -> bool:
+    """Whether ``folder`` holds a prepared corpus (its manifest)."""
+    return (Path(folder) / MANIFEST).is_file()
+
+
+def wmt14_folder(vocab_size: int, seed: int, root: str | os.PathLike | None = None) -> Path:
+    """Where the trainer prepares ``--corpus wmt14`` for a vocabulary size and seed."""
+    return data_dir(root) / f"wmt14-prepared-v{vocab_size}-s{seed}"
+
+
+def _settings(cfg, sample: int, tokenizer: Tokenizer | None) -> dict:
+    """What a prepared folder is made from: reused only when these are equal."""
+    return {"corpus": resolve_corpus(cfg.corpus, cfg.data_root), "vocab_size": cfg.vocab_size,
+            "seed": cfg.seed, "sample": sample,
+            "tokenizer": "trained" if tokenizer is None else
+            hashlib.sha256(tokenizer.serialized()).hexdigest()}
+
+
+# --------------------------------------------------------------------------- writing
+def _sample_pairs(stream, k: int, seed: int) -> tuple[list, int, str]:
+    """One pass over ``stream``: ``k`` pairs drawn uniformly at random (all of them when
+    there are no more than ``k``), in corpus order; the number of pairs; their sha256.
+    Reservoir sampling (Li's algorithm L): the sample is held, never the corpus."""
+    rng = random.Random(seed)
+    draw = lambda: 1.0 - rng.random()                       # in (0, 1]
+    reservoir, digest, n = [], hashlib.sha256(), 0
+    weight = min(math.exp(math.log(draw()) / k), 1 - 1e-12)
+    next_index = k - 1 + int(math.log(draw()) / math.log1p(-weight)) + 1
+    for n, (en, de) in enumerate(stream, start=1):
+        digest.update(f"{en}\t{de}\n".encode())
+        index = n - 1
+        if index < k:
+            reservoir.append((index, en, de))
+        elif index == next_index:
+            reservoir[rng.randrange(k)] = (index, en, de)
+            weight = min(weight * math.exp(math.log(draw()) / k), 1 - 1e-12)
+            next_index += int(math.log(draw()) / math.log1p(-weight)) + 1
+    reservoir.sort()
+    return [(en, de) for _, en, de in reservoir], n, digest.hexdigest()
+
+
+_WORKER_TOKENIZER = None
+
+
+def _worker_init(model: bytes) -> None:
+    global _WORKER_TOKENIZER
+    _WORKER_TOKENIZER = Tokenizer.from_serialized(model)
+
+
+def _encode_chunk(en: list[str], de: list[str], dtype: str, tok: Tokenizer | None = None):
+    """Token ids of a chunk of pairs: per side, the flat ids and the lengths."""
+    tok = tok or _WORKER_TOKENIZER
+    out = []
+    for texts in (en, de):
+        rows = tok.encode_batch(texts)
+        lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+        flat = np.fromiter((i for row in rows for i in row), dtype=dtype,
+                           count=int(lengths.sum()))
+        out.append((flat, lengths))
+    return out
+
+
+def _chunks(stream, size: int):
+    en, de = [], []
+    for a, b in stream:
+        en.append(a)
+        de.append(b)
+        if len(en) == size:
+            yield en, de
+            en, de = [], []
+    if en:
+        yield en, de
+
+
+class _Encoder:
+    """Encodes chunks of pairs in order, in ``workers`` processes (in this one for 1),
+    with a bounded number of chunks in flight: the corpus is never all in memory."""
+
+    def __init__(self, tok: Tokenizer, workers: int, dtype: str):
+        self.tok, self.dtype, self.workers, self.pool = tok, dtype, workers, None
+        if workers > 1:
+            # fork, unless CUDA has started here (the trainer's rank 0): then spawn
+            method = "spawn" if torch.cuda.is_initialized() else "fork"
+            self.pool = multiprocessing.get_context(method).Pool(
+                workers, initializer=_worker_init, initargs=(tok.serialized(),))
+
+    def map(self, chunks):
+        if self.pool is None:
+            for en, de in chunks:
+                yield _encode_chunk(en, de, self.dtype, self.tok)
+            return
+        pending = collections.deque()
+        for en, de in chunks:
+            pending.append(self.pool.apply_async(_encode_chunk, (en, de, self.dtype)))
+            if len(pending) >= 2 * self.workers:
+                yield pending.popleft().get()
+        while pending:
+            yield pending.popleft().get()
+
+    def close(self):
+        if self.pool is not None:
+            self.pool.close()
+            self.pool.join()
+
+
+def _write_split(stream, split: str, folder: Path, encoder: _Encoder) -> dict:
+    """Encode ``stream`` into ``folder/{split}.{side}.ids`` and ``.offsets``; its counts."""
+    digest, n, tokens = hashlib.sha256(), 0, {}
+    lengths = {side: [] for side in SIDES}
+    files = {side: open(folder / f"{split}.{side}.ids", "wb") for side in SIDES}
+
+    def hashed(pairs):
+        for en, de in pairs:
+            digest.update(f"{en}\t{de}\n".encode())
+            yield en, de
+
+    try:
+        for encoded in encoder.map(_chunks(hashed(stream), CHUNK_PAIRS)):
+            for side, (flat, lens) in zip(SIDES, encoded):
+                flat.tofile(files[side])
+                lengths[side].append(lens)
+            n += len(encoded[0][1])
+    finally:
+        for f in files.values():
+            f.flush()
+            os.fsync(f.fileno())
+            f.close()
+    for side in SIDES:
+        lens = np.concatenate(lengths[side]) if lengths[side] else np.zeros(0, np.int64)
+        offsets = np.zeros(len(lens) + 1, dtype=np.int64)
+        np.cumsum(lens, out=offsets[1:])
+        with open(folder / f"{split}.{side}.offsets", "wb") as f:
+            offsets.tofile(f)
+            f.flush()
+            os.fsync(f.fileno())
+        tokens[side] = int(offsets[-1])
+    return {"pairs": n, "tokens": tokens, "sha256": digest.hexdigest()}
+
+
+def prepare_corpus(cfg, out: str | os.PathLike, sample: int = DEFAULT_SAMPLE,
+                   workers: int = 0, tokenizer: Tokenizer | None = None, log=print) -> Path:
+    """Prepare corpus ``cfg.corpus`` (a folder, a mixture or ``"wmt14"``; ``cfg`` is a
+    :class:`~transformer.training.config.TrainConfig`, whose ``vocab_size``, ``seed`` and
+    ``data_root`` are used) into the folder ``out`` (see the module docstring).
+
+    The vocabulary is trained on ``sample`` pairs drawn at random with ``cfg.seed`` (all
+    pairs when there are no more, in corpus order: then it is the vocabulary the in-memory
+    path trains), or is ``tokenizer`` when one is given. ``workers`` processes encode
+    (0: one per CPU, at most 8). When ``out`` already holds a corpus prepared with the same
+    settings it is returned as it is; other settings raise ValueError naming them.
+    """
+    from .prepare import train_tokenizer          # its messages for a vocabulary too large
+    if sample < 1:
+        raise ValueError(f"--sample must be >= 1 pair, got {sample}")
+    if mixture_parts(cfg.corpus) is None and str(cfg.corpus) != "wmt14" and \
+            is_prepared(resolve_corpus(cfg.corpus, cfg.data_root)):
+        raise ValueError(f"--corpus {cfg.corpus} is a prepared corpus already; prepare the "
+                         f"corpus it was made from")
+    out = Path(out).expanduser()
+    settings = _settings(cfg, sample, tokenizer)
+    if is_prepared(out):
+        theirs = PreparedCorpus(out).manifest["settings"]
+        differ = [f"{k}: {theirs.get(k)!r} there, {v!r} here" for k, v in settings.items()
+                  if theirs.get(k) != v]
+        if differ:
+            raise ValueError(f"{out} holds a corpus prepared with other settings ("
+                             f"{'; '.join(differ)}): remove it or choose another folder")
+        log(f"{out} holds {cfg.corpus} prepared with these settings already")
+        return out
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ValueError(f"{out} exists and is not a prepared corpus: choose another folder")
+    workers = workers or min(8, os.cpu_count() or 1)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-"))
+    start = time.perf_counter()
+    try:
+        train = CorpusStream(cfg.corpus, "train", cfg.data_root)
+        if tokenizer is None:
+            pairs, n, digest = _sample_pairs(train, sample, cfg.seed)
+            log(f"read {n:,} training pairs of {cfg.corpus} in "
+                f"{time.perf_counter() - start:.0f} s; training the BPE vocabulary on "
+                f"{len(pairs):,} of them")
+            tokenizer = train_tokenizer(
+                ParallelCorpus([en for en, _ in pairs], [de for _, de in pairs]), cfg)
+            del pairs
+            bpe_pairs = min(n, sample)
+        else:
+            n = digest = None
+            bpe_pairs = 0
+        (scratch / "spm.model").write_bytes(tokenizer.serialized())
+        dtype = "uint16" if tokenizer.vocab_size <= 1 << 16 else "int32"
+        log(f"{time.perf_counter() - start:.0f} s: encoding with {workers} worker process(es)")
+        encoder = _Encoder(tokenizer, workers, dtype)
+        try:
+            splits = {"train": _write_split(train, "train", scratch, encoder)}
+            splits["train"]["dropped_empty"] = train.dropped_empty
+            valid = CorpusStream(cfg.corpus, "valid", cfg.data_root)
+            text = list(valid)                    # a few thousand pairs: kept as text too
+            splits["valid"] = _write_split(text, "valid", scratch, encoder)
+            splits["valid"]["dropped_empty"] = valid.dropped_empty
+        finally:
+            encoder.close()
+        if n is not None and (splits["train"]["pairs"], splits["train"]["sha256"]) != (n, digest):
+            raise ValueError(f"the training split of {cfg.corpus} changed while it was being "
+                             f"prepared ({n:,} pairs, then {splits['train']['pairs']:,})")
+        (scratch / "valid.json").write_text(json.dumps(
+            {side: [pair[i] for pair in text] for i, side in enumerate(SIDES)},
+            ensure_ascii=False), encoding="utf-8")
+        manifest = {"format": FORMAT, "version": VERSION, "settings": settings,
+                    "dtype": dtype, "vocab_size": tokenizer.vocab_size,
+                    "tokenizer_sha256": hashlib.sha256(tokenizer.serialized()).hexdigest(),
+                    "bpe_pairs": bpe_pairs, "splits": splits,
+                    "seconds": round(time.perf_counter() - start, 1)}
+        (scratch / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+        os.chmod(scratch, 0o755)
+        os.replace(scratch, out)                  # whole, or not at all
+    finally:
+        if scratch.exists():
+            shutil.rmtree(scratch, ignore_errors=True)
+    log(f"prepared {cfg.corpus} into {out} in {time.perf_counter() - start:.0f} s")
+    return out
+
+
+# --------------------------------------------------------------------------- reading
+class RaggedIds:
+    """The token ids of one side of a split: ``ids[i]`` is sentence ``i`` (a numpy view of
+    the memory-mapped file), ``len(ids)`` the number of sentences."""
+
+    def __init__(self, ids: np.ndarray, offsets: np.ndarray):
+        self.ids, self.offsets = ids, offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        return self.ids[self.offsets[i]:self.offsets[i + 1]]
+
+    def lengths(self) -> np.ndarray:
+        """Tokens of each sentence (int64, this process's own copy)."""
+        return np.diff(self.offsets)
+
+
+class PreparedCorpus:
+    """A folder written by :func:`prepare_corpus`, opened for reading. A missing or
+    damaged file raises naming it; nothing but the manifest is read until asked."""
+
+    def __init__(self, folder: str | os.PathLike):
+        self.folder = Path(folder).expanduser()
+        path = self.folder / MANIFEST
+        if not path.is_file():
+            raise FileNotFoundError(f"{self.folder} is not a prepared corpus: it has no "
+                                    f"{MANIFEST} (python -m transformer prepare writes one)")
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{path}: not valid JSON ({exc})") from None
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or \
+                manifest.get("version") != VERSION:
+            found = (manifest.get("format"), manifest.get("version")) \
+                if isinstance(manifest, dict) else type(manifest).__name__
+            raise ValueError(f"{path}: not a {FORMAT} of version {VERSION} (found {found})")
+        for key in ("settings", "dtype", "vocab_size", "splits"):
+            if key not in manifest:
+                raise ValueError(f"{path}: the field {key!r} is missing")
+        if manifest["dtype"] not in ("uint16", "int32"):
+            raise ValueError(f"{path}: dtype {manifest['dtype']!r} is not uint16 or int32")
+        for split in PREPARED_SPLITS:
+            entry = manifest["splits"].get(split)
+            if not isinstance(entry, dict) or not isinstance(entry.get("pairs"), int) or \
+                    not all(isinstance(entry.get("tokens", {}).get(s), int) for s in SIDES):
+                raise ValueError(f"{path}: splits.{split} lacks its pairs or tokens counts")
+        self.manifest = manifest
+        self.dtype = np.dtype(manifest["dtype"])
+        self.vocab_size = manifest["vocab_size"]
+        self.corpus = manifest["settings"].get("corpus", str(self.folder))
+
+    def __repr__(self) -> str:
+        return f"PreparedCorpus({str(self.folder)!r})"
+
+    def pairs(self, split: str) -> int:
+        return self.manifest["splits"][split]["pairs"]
+
+    def tokenizer(self) -> Tokenizer:
+        """The vocabulary the ids were encoded with (checked against the manifest's hash)."""
+        path = self.folder / "spm.model"
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} is missing: the prepared corpus is incomplete")
+        if hashlib.sha256(path.read_bytes()).hexdigest() != self.manifest.get("tokenizer_sha256"):
+            raise ValueError(f"{path} is not the vocabulary the ids in {self.folder} were "
+                             f"encoded with (its sha256 differs from {MANIFEST}'s)")
+        return Tokenizer.load(path)
+
+    def _map(self, name: str, dtype, count: int) -> np.ndarray:
+        path = self.folder / name
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} is missing: the prepared corpus is incomplete")
+        size, expected = path.stat().st_size, count * np.dtype(dtype).itemsize
+        if size != expected:
+            raise ValueError(f"{path} has {size:,} bytes; {MANIFEST} says {count:,} values "
+                             f"of {np.dtype(dtype).name}, {expected:,} bytes")
+        if count == 0:
+            return np.zeros(0, dtype=dtype)
+        return np.memmap(path, dtype=dtype, mode="r", shape=(count,))
+
+    def sentences(self, split: str, side: str) -> RaggedIds:
+        """The token ids of ``side`` (en or de) of ``split``, memory-mapped."""
+        entry = self.manifest["splits"][split]
+        offsets = self._map(f"{split}.{side}.offsets", np.int64, entry["pairs"] + 1)
+        if offsets[0] != 0 or offsets[-1] != entry["tokens"][side]:
+            raise ValueError(f"{self.folder / f'{split}.{side}.offsets'}: runs from "
+                             f"{offsets[0]} to {offsets[-1]}, not from 0 to "
+                             f"{entry['tokens'][side]} tokens")
+        ids = self._map(f"{split}.{side}.ids", self.dtype, entry["tokens"][side])
+        return RaggedIds(ids, offsets)
+
+    def batch_iterator(self, split: str, direction: str, max_tokens: int, seed: int = 0,
+                       shuffle: bool = True, max_len: int | None = None,
+                       tokenizer: Tokenizer | None = None) -> "PreparedBatchIterator":
+        """The batches of ``split`` in ``direction`` (en-de: English is the source)."""
+        src, tgt = direction.split("-")
+        ids = dict(pad_id=PAD_ID, bos_id=BOS_ID, eos_id=EOS_ID) if tokenizer is None else \
+            dict(pad_id=tokenizer.pad_id, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id)
+        return PreparedBatchIterator(self.sentences(split, src), self.sentences(split, tgt),
+                                     max_tokens, seed=seed, shuffle=shuffle, max_len=max_len,
+                                     **ids)
+
+    def valid_text(self, direction: str) -> ParallelCorpus:
+        """The valid split's sentence pairs as text, in ``direction``."""
+        path = self.folder / "valid.json"
+        try:
+            text = json.loads(path.read_text(encoding="utf-8"))
+            en, de = text["en"], text["de"]
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{path} is missing: the prepared corpus is "
+                                    f"incomplete") from None
+        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path}: not the valid split's text ({exc})") from None
+        corpus = ParallelCorpus(en, de, name=f"{self.folder.name}/valid (en-de)")
+        return corpus.swapped() if direction == "de-en" else corpus
+
+
+class PreparedBatchIterator(BatchIterator):
+    """:class:`~transformer.batching.BatchIterator` over memory-mapped ids
+    (:class:`RaggedIds`): the same batches in the same order for the same ids and settings,
+    with the lengths as numpy arrays, an epoch's batches as a
+    :class:`~transformer.batching.BatchPlan` and each batch's ids read when it is made."""
+
+    def __init__(self, src_ids: RaggedIds, tgt_ids: RaggedIds, max_tokens: int,
+                 seed: int = 0, shuffle: bool = True, max_len: int | None = None,
+                 pad_id: int = PAD_ID, bos_id: int = BOS_ID, eos_id: int = EOS_ID):
+        if len(src_ids) != len(tgt_ids):
+            raise ValueError(f"PreparedBatchIterator got {len(src_ids)} sources but "
+                             f"{len(tgt_ids)} targets")
+        self.src_ids, self.tgt_ids = src_ids, tgt_ids
+        self.max_tokens, self.seed, self.shuffle, self.max_len = max_tokens, seed, shuffle, max_len
+        self.pad_id, self.bos_id, self.eos_id = pad_id, bos_id, eos_id
+        self.src_lengths = src_ids.lengths() + 1          # source + EOS
+        self.tgt_lengths = tgt_ids.lengths() + 1          # BOS + target (= target + EOS)
+        self.n_skipped = 0 if max_len is None else int(np.count_nonzero(
+            (self.src_lengths > max_len) | (self.tgt_lengths > max_len)))
+        self.epoch = 0
+        self.position = 0
+        self._cache: tuple[int, BatchPlan] | None = None
+
+    def batches(self, epoch: int | None = None) -> BatchPlan:
+        epoch = self.epoch if epoch is None else epoch
+        if self._cache is None or self._cache[0] != epoch:
+            self._cache = None                              # free the old plan first
+            self._cache = (epoch, token_batch_plan(
+                self.src_lengths, self.tgt_lengths, self.max_tokens, shuffle=self.shuffle,
+                seed=self.seed, epoch=epoch, max_len=self.max_len))
+        return self._cache[1]
+
+    def collate(self, indices) -> Batch:
+        """What :func:`~transformer.batching.collate` makes of these pairs, built with numpy."""
+        if len(indices) == 0:
+            raise ValueError("collate got an empty batch")
+        src = [self.src_ids[i] for i in indices]
+        tgt = [self.tgt_ids[i] for i in indices]
+        s_len = np.fromiter(map(len, src), dtype=np.int64, count=len(src))
+        t_len = np.fromiter(map(len, tgt), dtype=np.int64, count=len(tgt))
+        src_out = np.full((len(src), s_len.max() + 1), self.pad_id, dtype=np.int64)
+        tgt_in = np.full((len(tgt), t_len.max() + 1), self.pad_id, dtype=np.int64)
+        tgt_out = np.full_like(tgt_in, self.pad_id)
+        for r, (s, t) in enumerate(zip(src, tgt)):
+            src_out[r, :len(s)] = s
+            src_out[r, len(s)] = self.eos_id
+            tgt_in[r, 0] = self.bos_id
+            tgt_in[r, 1:len(t) + 1] = t
+            tgt_out[r, :len(t)] = t
+            tgt_out[r, len(t)] = self.eos_id
+        return Batch(torch.from_numpy(src_out), torch.from_numpy(tgt_in),
+                     torch.from_numpy(tgt_out), n_src_tokens=int(s_len.sum() + len(src)),
+                     n_tgt_tokens=int(t_len.sum() + len(tgt)), pad_id=self.pad_id)
+
+    def padding_fraction(self, epoch: int | None = None) -> float:
+        """Pad slots / all slots over one epoch's batches (source and target together)."""
+        plan = self.batches(epoch)
+        if len(plan) == 0:
+            return 0.0
+        sizes, starts = np.diff(plan.bounds), plan.bounds[:-1]
+        slots = pads = 0
+        for lengths in (self.src_lengths, self.tgt_lengths):
+            ordered = lengths[plan.order]
+            longest = np.maximum.reduceat(ordered, starts)
+            slots += int((sizes * longest).sum())
+            pads += int((sizes * longest).sum() - ordered.sum())
+        return pads / slots if slots else 0.0
+
+
+# --------------------------------------------------------------------------- training
+def prepared_folder(cfg, dist=None) -> Path | None:
+    """The prepared folder that ``cfg``'s corpus trains from, or None for the in-memory
+    path: ``--corpus`` naming a prepared folder, or ``wmt14``, prepared here on first use
+    (:func:`wmt14_folder`; by rank 0, while the other ranks wait for its manifest)."""
+    from .config import TrainingError
+    if str(cfg.corpus) == "wmt14":
+        folder = wmt14_folder(cfg.vocab_size, cfg.seed, cfg.data_root)
+        if dist is None or dist.main:
+            try:
+                prepare_corpus(cfg, folder)
+            except (OSError, ValueError) as exc:
+                raise TrainingError(
+                    f"preparing wmt14 into {folder} failed: {exc}. Prepare it elsewhere with "
+                    f"`python -m transformer prepare --corpus wmt14 --vocab-size "
+                    f"{cfg.vocab_size} --seed {cfg.seed} --out DIR` and train with --corpus "
+                    f"DIR") from None
+        else:
+            waited = 0.0
+            while not is_prepared(folder):    # rank 0 may take longer than a barrier allows
+                if waited == 0.0:
+                    print(f"rank {dist.rank}: waiting for rank 0 to prepare {folder}",
+                          flush=True)
+                time.sleep(2.0)
+                waited += 2.0
+        return folder
+    if mixture_parts(cfg.corpus) is not None:
+        return None
+    folder = Path(resolve_corpus(cfg.corpus, cfg.data_root))
+    return folder if is_prepared(folder) else None
+
+
+def from_prepared(folder: Path, cfg, dist, run, identity: dict,
+                  tokenizer: Tokenizer | None = None):
+    """:func:`~transformer.training.prepare.prepare`'s work for a prepared corpus: its
+    vocabulary (the run's, when resuming, must be the same), memory-mapped iterators with
+    ``cfg``'s batching, the valid split's text; then the run folder is created."""
+    from .config import TrainingError
+    from .prepare import Prepared
+    store = PreparedCorpus(folder)
+    own = store.tokenizer()
+    if own.vocab_size != cfg.vocab_size:
+        raise TrainingError(f"{folder} was prepared with a vocabulary of {own.vocab_size} "
+                            f"pieces but --vocab-size is {cfg.vocab_size}")
+    resuming = run.exists() and run.tokenizer_file.exists()
+    if resuming and run.tokenizer().serialized() != own.serialized():
+        raise TrainingError(f"{run.tokenizer_file} is not {folder / 'spm.model'}, the "
+                            f"vocabulary the prepared corpus was encoded with")
+    if tokenizer is not None and tokenizer.serialized() != own.serialized():
+        raise TrainingError(f"the tokenizer handed in is not {folder / 'spm.model'}, the "
+                            f"vocabulary the prepared corpus was encoded with")
+    for split in PREPARED_SPLITS:
+        if store.pairs(split) == 0:
+            raise TrainingError(f"the {split} split is empty: {folder} holds no {split} "
+                                f"sentence pairs")
+    train_iter = store.batch_iterator("train", cfg.direction, cfg.max_tokens, seed=cfg.seed,
+                                      max_len=cfg.max_len, tokenizer=own)
+    if len(train_iter) == 0:
+        raise TrainingError(f"every training pair of {cfg.corpus} is longer than "
+                            f"--max-len {cfg.max_len} tokens: nothing to train on")
+    valid_iter = store.batch_iterator("valid", cfg.direction, cfg.max_tokens, shuffle=False,
+                                      tokenizer=own)
+    valid = store.valid_text(cfg.direction)
+    if dist.main and not resuming:
+        run.create(identity, own)                 # every check passed: a run now
+    dist.barrier()
+    return Prepared(own, train_iter, valid_iter, valid)
