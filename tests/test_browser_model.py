@@ -148,8 +148,8 @@ def test_typed_sentences_translate_token_for_token_as_the_package(loaded, export
 
 
 def test_the_smaller_page_model_keeps_the_fp32_models_translations(exported, exported_fp32, typed):
-    """The page's model stores its weights smaller (int8): its greedy ids in the page are
-    the fp32 checkpoint's on at least 95% of 20 test sentences."""
+    """The page's model stores its weights smaller (browser_model.PAGE_WEIGHTS): its greedy
+    ids in the page are the fp32 checkpoint's on at least 95% of 20 test sentences."""
     _, tokenizer, manifest = exported
     chosen, pages = typed
     greedy, _ = _search(exported_fp32, tokenizer, chosen)

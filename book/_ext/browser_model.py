@@ -41,7 +41,9 @@ STAGE = "_browser_static"
 HERE = Path(__file__).resolve().parent
 WIDGET = 'id="live-translator"'
 MODEL_FILES = ("manifest.json", "encoder.onnx", "decoder.onnx", "weights.bin")  # the page's
-PAGE_WEIGHTS = "int8"                   # how the page's model stores its weight matrices
+# how the page's model stores its weight matrices: fp16 kept the translations of a tiny-preset
+# model (greedy ids, BLEU), int8 did not (benchmarks/weight_forms.py measures both)
+PAGE_WEIGHTS = "fp16"
 PAGE_CODE = ("bpe.js", "browser_model.js", "translator.js", "translator.css")
 
 
