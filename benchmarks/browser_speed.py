@@ -1,17 +1,24 @@
 """How fast the book's model translates in the reader's browser, next to the Python CLI.
 
-Exports a checkpoint as the book build does (``transformer.tools.export``), serves it with the
-page's code (book/_ext/static) and onnxruntime-web on 127.0.0.1, and drives headless
-Chromium (Debian's, through Playwright): the download size, the time from the button to a
-ready model, and the time to translate one 15-word test sentence with greedy search and
-with beam 4 (median of ``--repeats`` after one warm-up). Then the same sentence through
-``python -m transformer translate`` (wall time of the command, start-up included) and
-through ``transformer.decoding.translate`` in this process (torch, ``--threads``).
+Exports a checkpoint as the book build does (``transformer.tools.export``, the page's weight
+form), serves it with the page's code (book/_ext/static) and onnxruntime-web on 127.0.0.1
+(``Cache-Control: no-cache``, so only the page's own cache avoids the network), and
+drives headless Chromium (Debian's, through Playwright) through the page as a reader
+does: the bytes the server sent for the model and the runtime, the time from the button
+to a ready model, and the time to translate one 15-word test sentence with greedy search
+and with beam 4, as the page reports them (median of ``--repeats`` after one warm-up);
+then the page loaded again, and the bytes that second visit downloaded. Then the same
+sentence through ``python -m transformer translate`` (wall time of the command, start-up
+included) and through ``transformer.decoding.translate`` in this process (torch,
+``--threads``). The result goes into ``--out`` under ``--label``, with its provenance.
 
-    python benchmarks/browser_speed.py --checkpoint runs/small/average.pt
+    python benchmarks/browser_speed.py --checkpoint runs/tiny/average.pt --label after
+    python benchmarks/browser_speed.py --code-from ec7b39e --weights fp32 --label before
 
-Without ``--checkpoint`` it takes the book's model (chapter 7's cached run; trained first
-if the cache lacks it, 7-12 minutes).
+``--code-from REV`` serves the page's code as it was at git revision ``REV`` (the
+"before" of issue #35: fp32 weights, the search on the page's main thread). Without
+``--checkpoint`` it takes the book's model (chapter 7's cached run; trained first if the
+cache lacks it).
 """
 from __future__ import annotations
 
@@ -19,6 +26,7 @@ import argparse
 import functools
 import http.server
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -27,18 +35,17 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from urllib.parse import urlparse
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "book"))
 sys.path.insert(0, str(REPO / "book" / "_ext"))
-from record import add_option, save  # noqa: E402  (benchmarks/record.py)
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8">
 <link rel="stylesheet" href="../_static/translator.css">
-<script src="../_static/plotly.min.js"></script><script src="../_static/bpe.js"></script>
-<script src="../_static/translator.js" defer></script></head><body>
+<script src="../_static/plotly.min.js"></script>{scripts}</head><body>
 <div id="live-translator" class="live-translator" data-model="../_static/model/"
- data-ort="../_static/ort/"></div></body></html>"""
+ data-ort="../_static/ort/" {attributes}></div></body></html>"""
 
 
 def fifteen_word_sentence() -> str:
@@ -47,58 +54,106 @@ def fifteen_word_sentence() -> str:
     return next(s for s in test.src if len(s.split()) == 15)
 
 
-def stage(checkpoint: Path, root: Path) -> dict:
+def stage(checkpoint: Path, root: Path, weights: str, code_from: str | None = None) -> dict:
+    """The page, its code, the runtime and the model, as the book's build lays them out;
+    ``code_from``: the page's code (book/_ext/static) of that git revision instead."""
     import plotly
-    from browser_model import copy_page_files
+    from browser_model import copy_page_files, download_list, widget_attributes
     from transformer.tools.export import export_checkpoint
     static = root / "_static"
     if not copy_page_files(REPO, static):
         raise SystemExit("no onnxruntime-web: needs npm (or ORT_WEB_DIR)")
+    if code_from:
+        for name in ("bpe.js", "browser_model.js", "translator.js", "translator.css"):
+            (static / name).unlink(missing_ok=True)
+            old = subprocess.run(["git", "show", f"{code_from}:book/_ext/static/{name}"],
+                                 cwd=REPO, capture_output=True)
+            if old.returncode == 0:
+                (static / name).write_bytes(old.stdout)
     shutil.copy2(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", static)
+    export_checkpoint(checkpoint, static / "model", weights=weights)
+    files = download_list(static)
+    # the scripts the page loads, of those this code has (earlier revisions: bpe.js too)
+    scripts = "".join(f'<script src="../_static/{name}"{" defer" * (name == "translator.js")}>'
+                      f"</script>" for name in ("bpe.js", "browser_model.js", "translator.js")
+                      if (static / name).is_file())
     (root / "book").mkdir()
-    (root / "book" / "page.html").write_text(PAGE)
-    return export_checkpoint(checkpoint, static / "model")
+    (root / "book" / "page.html").write_text(PAGE.format(scripts=scripts,
+                                                         attributes=widget_attributes(files)))
+    return files
+
+
+class Served(http.server.SimpleHTTPRequestHandler):
+    """Counts the body bytes sent for each path; no-cache, as the tests' server."""
+    sent: dict[str, int] = {}
+
+    def log_message(self, *args):
+        pass
+
+    def end_headers(self):
+        self.send_header("Cache-Control", "no-cache")
+        super().end_headers()
+
+    def copyfile(self, source, outputfile):
+        path = urlparse(self.path).path
+        self.sent[path] = self.sent.get(path, 0) + os.fstat(source.fileno()).st_size
+        super().copyfile(source, outputfile)
+
+
+def downloaded(sent: dict, before: dict) -> int:
+    """Bytes of the model and the runtime sent since ``before``."""
+    return sum(n - before.get(p, 0) for p, n in sent.items()
+               if "/_static/model/" in p or "/_static/ort/" in p)
 
 
 def in_browser(root: Path, sentence: str, repeats: int) -> dict:
     from playwright.sync_api import sync_playwright
 
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
     server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(root)))
+        ("127.0.0.1", 0), functools.partial(Served, directory=str(root)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def load(page) -> float:
+        start = time.perf_counter()
+        page.click("button.lt-load")
+        page.wait_for_selector("form.lt-form:not([hidden]), .lt-error", timeout=300_000)
+        if page.query_selector(".lt-error"):
+            raise SystemExit(page.text_content(".lt-status"))
+        return time.perf_counter() - start
+
     try:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path="/usr/bin/chromium")
             page = browser.new_page()
             page.goto(f"http://127.0.0.1:{server.server_port}/book/page.html")
-            start = time.perf_counter()
-            page.click("button.lt-load")
-            page.wait_for_selector("form.lt-form:not([hidden]), .lt-error", timeout=300_000)
-            ready = time.perf_counter() - start
-            if page.query_selector(".lt-error"):
-                raise SystemExit(page.text_content(".lt-status"))
+            ready = load(page)
+            first = downloaded(Served.sent, {})
             times = {"greedy": [], "beam": []}
             for i in range(repeats + 1):
-                r = page.evaluate("""async (s) => { const m = window.liveTranslator.model;
-                    const src = m.sourceIds(s); const out = {};
-                    let t = performance.now(); out.greedy = await m.greedy(src);
-                    out.greedy_ms = performance.now() - t;
-                    t = performance.now(); out.beam = await m.beam(src);
-                    out.beam_ms = performance.now() - t;
-                    out.text = m.detokenize(out.beam); return out; }""", sentence)
+                page.fill("input.lt-input", sentence)
+                page.evaluate("() => { window.liveTranslator.result = null; }")
+                page.click("button.lt-go")           # as a reader does; the page times it
+                page.wait_for_function(
+                    "() => window.liveTranslator.result && window.liveTranslator.maps "
+                    "&& !document.querySelector('button.lt-go').disabled "
+                    "|| document.querySelector('.lt-error')", timeout=300_000)
+                r = page.evaluate("() => window.liveTranslator.result")
+                if r is None:
+                    raise SystemExit(page.text_content(".lt-status"))
                 if i:                                    # the first run warms up
-                    times["greedy"].append(r["greedy_ms"])
-                    times["beam"].append(r["beam_ms"])
+                    times["greedy"].append(r["greedy"]["ms"])
+                    times["beam"].append(r["beam"]["ms"])
+            before = dict(Served.sent)
+            page.reload(wait_until="load")
+            ready_again = load(page)
+            again = downloaded(Served.sent, before)
             version = browser.version
             browser.close()
     finally:
         server.shutdown()
-    return {"ready_s": ready, "greedy_ms": statistics.median(times["greedy"]),
-            "beam_ms": statistics.median(times["beam"]), "beam_text": r["text"],
+    return {"downloaded_bytes": first, "ready_s": ready, "second_visit_downloaded_bytes": again,
+            "second_visit_ready_s": ready_again, "greedy_ms": statistics.median(times["greedy"]),
+            "beam_ms": statistics.median(times["beam"]), "beam_text": r["beam"]["text"],
             "chromium": version}
 
 
@@ -129,45 +184,46 @@ def main():
     parser.add_argument("--checkpoint", type=Path, help="default: the book's cached model")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (Python side)")
-    add_option(parser, "browser_speed")
+    parser.add_argument("--weights", choices=["fp32", "fp16", "int8"],
+                        help="the export's weight form (default: the book's, PAGE_WEIGHTS)")
+    parser.add_argument("--code-from", metavar="REV",
+                        help="serve the page's code of this git revision (default: this tree)")
+    parser.add_argument("--label", default="after", help="the entry of the record to write")
+    parser.add_argument("--out", type=Path,
+                        default=REPO / "book" / "results" / "browser_speed.json")
     args = parser.parse_args()
+    from browser_model import PAGE_WEIGHTS
+    from transformer.tools.provenance import provenance, write_record
+    weights = args.weights or PAGE_WEIGHTS
     checkpoint = args.checkpoint
     if checkpoint is None:
         from transformer_book.runs import book_run_config, cached_run
         checkpoint = cached_run(book_run_config()) / "average.pt"
     sentence = fifteen_word_sentence()
     with tempfile.TemporaryDirectory() as tmp:
-        manifest = stage(checkpoint, Path(tmp))
-        files = manifest["files"]
-        download = sum(files[f]["bytes"] for f in ("encoder.onnx", "decoder.onnx", "weights.bin"))
-        from browser_model import ORT_FILES
-        runtime = sum((Path(tmp) / "_static" / "ort" / f).stat().st_size for f in ORT_FILES)
+        files = stage(checkpoint, Path(tmp), weights, args.code_from)
         browser = in_browser(Path(tmp), sentence, args.repeats)
     python = in_python(checkpoint, sentence, args.repeats, args.threads)
-    from transformer.tools.provenance import cpu_name
-    model_name = cpu_name()
-    print(json.dumps({"sentence": sentence, "checkpoint": str(checkpoint),
-                      "model_download_bytes": download, "runtime_bytes": runtime,
-                      "browser": browser, "python": python, "cpu": model_name}, indent=1,
-                     ensure_ascii=False))
-    print(f"\nmodel download {download / 1e6:.1f} MB ({download / 2**20:.1f} MiB); runtime "
-          f"{runtime / 1e6:.1f} MB; ready after the click in {browser['ready_s']:.1f} s")
+    code = args.code_from or "this tree"
+    entry = {"provenance": provenance(), "checkpoint": str(checkpoint), "weights": weights,
+             "page_code": code, "sentence": sentence,
+             "model_bytes": sum(f["bytes"] for f in files["model"].values()),
+             "runtime_bytes": sum(f["bytes"] for f in files["ort"].values()),
+             "browser": browser, "python": python}
+    record = json.loads(args.out.read_text()) if args.out.is_file() else {}
+    record.setdefault("runs", {})[args.label] = entry
+    write_record(args.out, record)
+    print(json.dumps(entry, indent=1, ensure_ascii=False))
+    print(f"\n{args.label} ({weights} weights, page code of {code}): the first visit downloaded "
+          f"{browser['downloaded_bytes'] / 2**20:.2f} MiB and was ready after the click in "
+          f"{browser['ready_s']:.1f} s; the second downloaded "
+          f"{browser['second_visit_downloaded_bytes'] / 2**20:.2f} MiB")
     print(f"15-word sentence, in Chromium ({browser['chromium']}, WebAssembly, 1 thread): greedy "
           f"{browser['greedy_ms']:.0f} ms, beam 4 {browser['beam_ms']:.0f} ms")
-    print(f"same sentence in Python (torch, {args.threads} thread(s), KV cache): greedy "
+    print(f"same sentence in Python (torch, {args.threads} thread(s), KV cache, fp32): greedy "
           f"{python['greedy_ms']:.0f} ms, beam 4 {python['beam_ms']:.0f} ms; the CLI command "
           f"`python -m transformer translate --beam 4` {python['cli_s']:.1f} s with start-up")
-    print(f"same beam-4 output: {browser['beam_text'] == python['beam_text']}")
-    save(args.record, "the model of --checkpoint in headless Chromium: download, time to a "
-         "ready model, and one 15-word sentence; then the same in Python",
-         {"checkpoint": str(checkpoint), "sentence": sentence,
-          "model_download_mb": round(download / 1e6, 1), "runtime_download_mb": round(runtime / 1e6, 1),
-          "ready_s": round(browser["ready_s"], 1),
-          "browser_ms": {"greedy": round(browser["greedy_ms"]), "beam4": round(browser["beam_ms"])},
-          "python_ms": {"greedy": round(python["greedy_ms"]), "beam4": round(python["beam_ms"])},
-          "cli_translate_s": round(python["cli_s"], 1),
-          "same_beam4_output": browser["beam_text"] == python["beam_text"]},
-         browser=f"Chromium {browser['chromium']}", threads=args.threads)
+    print(f"same beam-4 output: {browser['beam_text'] == python['beam_text']}; wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -81,8 +81,27 @@ def site_dir() -> Path:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the site and records each request's path in ``served``. ``no-cache``: the
+    browser's HTTP cache must ask again each time, so a file that is not requested came
+    from the page's own cache (the Cache API), not from a heuristic freshness."""
+    served: list[str] = []
+
     def log_message(self, *args):
         pass
+
+    def end_headers(self):
+        self.send_header("Cache-Control", "no-cache")
+        super().end_headers()
+
+    def send_head(self):
+        self.served.append(urlparse(self.path).path)
+        return super().send_head()
+
+
+@pytest.fixture(scope="session")
+def served() -> list[str]:
+    """Every path the test server was asked for, in order (every browser, every worker)."""
+    return _QuietHandler.served
 
 
 @pytest.fixture(scope="session")
@@ -121,7 +140,7 @@ class OpenPage:
         self.outside: list[str] = []
         self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         self.page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
-        self.page.route("**/*", self._route)
+        self.context.route("**/*", self._route)        # the page's and its workers' requests
         response = self.page.goto(url, wait_until="load")
         assert response is not None and response.ok, f"{url}: HTTP {response and response.status}"
         self.page.wait_for_function(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -235,3 +236,32 @@ def test_the_redirect_page_has_the_books_icon(site_dir):
     text = (site_dir / "index.html").read_text()
     icon = re.search(r'<link rel="icon" href="([^"]+)"', text)
     assert icon and (site_dir / icon.group(1)).is_file(), text
+
+
+def test_the_search_page_has_one_field_and_snippets_of_prose(open_page, site_dir):
+    """book/_ext/search_page.py: on a desktop the search page shows one search field (not
+    the header's and the sidebar's buttons beside its own), and each result's snippet is
+    chapter text: not the page's "Contents" box, not a line of a code cell."""
+    opened = open_page("search.html?q=softmax")
+    page = opened.page
+    page.wait_for_function("() => document.querySelectorAll('#search-results p.context').length"
+                           " && !document.querySelector('#search-progress:not(:empty)') "
+                           "|| /finished/.test(document.querySelector('#search-results').textContent)")
+    fields = page.evaluate("""() => Array.from(document.querySelectorAll(
+        'input[type=search], .search-button-field, button.search-button')).filter((e) => {
+          const r = e.getBoundingClientRect();
+          return r.width > 0 && r.height > 0 && getComputedStyle(e).visibility !== 'hidden';
+        }).map((e) => e.outerHTML.slice(0, 80))""")
+    assert len(fields) == 1, fields
+    results = page.evaluate("""() => Array.from(document.querySelectorAll('#search-results li'),
+        (li) => [li.querySelector('a').getAttribute('href'),
+                 (li.querySelector('p.context') || {textContent: ''}).textContent])""")
+    assert len(results) >= 3, results
+    for href, snippet in results:
+        assert snippet.strip() and "Contents" not in snippet, (href, snippet)
+        html = (site_dir / href.split("#")[0].split("?")[0]).read_text(encoding="utf-8")
+        code = re.findall(r'<div class="cell_input.*?</pre>', html, flags=re.S)
+        lines = {ln.strip() for block in code for ln in re.sub(r"<[^>]+>", "", block).split("\n")}
+        lines = {unescape(ln) for ln in lines if len(ln) >= 20}
+        assert not [ln for ln in lines if ln in snippet], (href, snippet)
+    assert not opened.errors and not opened.outside

@@ -115,3 +115,30 @@ def test_a_mismatched_tokenizer_is_refused(trained, tmp_path):
     with pytest.raises(ExportError, match="do not belong together"):
         export_model(other, tokenizer, tmp_path / "web")
     assert not (tmp_path / "web" / "encoder.onnx").exists()           # nothing written
+
+
+@pytest.mark.parametrize("form, most", [("fp16", 0.55), ("int8", 0.3)])
+def test_a_smaller_weight_form_stores_rounded_weights_the_graphs_restore(trained, test_sources,
+                                                                         tmp_path, form, most):
+    """weights="fp16"/"int8": weights.bin shrinks to about a half / a quarter, and the graphs
+    compute what the model computes with its weights rounded as stored (rounded_model):
+    the same greedy ids on test sentences; the rounding itself changes the weights."""
+    from transformer.tools.export import rounded_model
+    model, tokenizer, out = trained
+    manifest = export_model(model, tokenizer, tmp_path / form, weights=form)
+    full = json.loads((out / "web" / "manifest.json").read_text())
+    assert manifest["weights"] == form and full["weights"] == "fp32"
+    ratio = manifest["files"]["weights.bin"]["bytes"] / full["files"]["weights.bin"]["bytes"]
+    assert ratio <= most, ratio
+    rounded = rounded_model(model, form)
+    changed = [name for (name, p), q in zip(model.named_parameters(), rounded.parameters())
+               if not torch.equal(p, q)]
+    assert changed and all(p.dim() == 2 for name, p in model.named_parameters() if name in changed)
+    src = batch(model, test_sources[:50])
+    assert greedy_decode(OnnxModel(tmp_path / form), src) == greedy_decode(rounded, src)
+
+
+def test_an_unknown_weight_form_is_refused(trained, tmp_path):
+    model, tokenizer, _ = trained
+    with pytest.raises(ExportError, match="unknown weight form"):
+        export_model(model, tokenizer, tmp_path, weights="int4")

@@ -5,19 +5,26 @@
   ``ORT_WEB_DIR`` names its ``dist`` folder; ``ort.wasm.min.js`` and the SIMD WebAssembly
   module it loads are copied to ``_static/ort/``. Without npm and without a cache this
   warns (an error under ``-W``): the page would have no runtime.
-* The page's code, ``static/bpe.js`` (the BPE encoder) and ``static/translator.js`` (search
-  loops and widget), goes to ``_static``; both load only on a page that holds the widget's
-  element ``<div id="live-translator">``, which also gets the download size
-  (``data-bytes``: the model's and the runtime's bytes, the true total the button
+* The page's code goes to ``_static``: ``static/browser_model.js`` (runtime, model and
+  search loops; the page loads it, and starts it again as the Web Worker that translates),
+  ``static/bpe.js`` (the BPE encoder, which the worker imports) and
+  ``static/translator.js`` (the widget). They load only on a page that holds the widget's
+  element ``<div id="live-translator">``, which also gets the list of the files the
+  translator downloads (``data-files``: size and SHA-256 of each, the keys of the
+  browser's cache) and their total (``data-bytes``, the true total the button
   announces). The runtime and the model load only when the reader asks.
 * The model: when the build has finished, the run chapters 7-9 use (``cached_run`` of
   ``book_run_config``, already trained by chapter 7) is exported with
-  :func:`transformer.tools.export.export_model` into ``_static/model/``.
+  :func:`transformer.tools.export.export_model` into ``_static/model/``, its weight matrices
+  stored as ``PAGE_WEIGHTS`` (``benchmarks/weight_forms.py`` measures what that changes).
 
 Enabled from ``_config.yml``: ``sphinx: local_extensions: {browser_model: book/_ext}``.
 """
 from __future__ import annotations
 
+import hashlib
+import html
+import json
 import os
 import re
 import shutil
@@ -33,7 +40,11 @@ ORT_FILES = ["ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-thr
 STAGE = "_browser_static"
 HERE = Path(__file__).resolve().parent
 WIDGET = 'id="live-translator"'
-MODEL_FILES = ("encoder.onnx", "decoder.onnx", "weights.bin")   # what the page downloads
+MODEL_FILES = ("manifest.json", "encoder.onnx", "decoder.onnx", "weights.bin")  # the page's
+# how the page's model stores its weight matrices: fp16 kept the translations of a tiny-preset
+# model (greedy ids, BLEU), int8 did not (benchmarks/weight_forms.py measures both)
+PAGE_WEIGHTS = "fp16"
+PAGE_CODE = ("bpe.js", "browser_model.js", "translator.js", "translator.css")
 
 
 def _ort_dist(srcdir: Path) -> Path | None:
@@ -52,7 +63,7 @@ def copy_page_files(srcdir: Path, static: Path) -> bool:
     """The page's code into ``static`` and onnxruntime-web into ``static/ort``; False
     when no onnxruntime-web can be found (the page's code is copied all the same)."""
     (static / "ort").mkdir(parents=True, exist_ok=True)
-    for name in ("bpe.js", "translator.js", "translator.css"):
+    for name in PAGE_CODE:
         shutil.copy2(HERE / "static" / name, static / name)
     dist = _ort_dist(srcdir)
     if dist is None:
@@ -79,11 +90,11 @@ def _page(app, pagename, templatename, context, doctree) -> None:
     body = context.get("body", "")
     if WIDGET not in body:
         return
-    app.add_js_file("bpe.js", priority=600)
+    app.add_js_file("browser_model.js", priority=600)
     app.add_js_file("translator.js", priority=600, defer="defer")
     app.add_css_file("translator.css")
-    # the size is known once the model is exported, after the pages: _fill_size writes it
-    context["body"] = body.replace(WIDGET, f'{WIDGET} data-bytes=""', 1)
+    # the files are known once the model is exported, after the pages: _fill_size writes them
+    context["body"] = body.replace(WIDGET, f'{WIDGET} data-bytes="" data-files=""', 1)
 
 
 def _export_model(app, exception) -> None:
@@ -99,25 +110,45 @@ def _export_model(app, exception) -> None:
         run = cached_run(book_run_config(viz.quick()))
         model, tokenizer = load_model(run / "average.pt")
         out = Path(app.outdir) / "_static" / "model"
-        manifest = export_model(model, tokenizer, out, source=f"{run.name}/average.pt")
+        export_model(model, tokenizer, out, source=f"{run.name}/average.pt",
+                     weights=PAGE_WEIGHTS)
     finally:
         sys.path.pop(0)
-    size = sum(manifest["files"][name]["bytes"] for name in MODEL_FILES)
-    runtime = sum(f.stat().st_size for f in (Path(app.outdir) / "_static" / "ort").glob("*")
-                  if f.name in ORT_FILES)
-    logger.info(f"browser_model: exported {run}/average.pt into {out} ({size / 2**20:.1f} MiB "
-                f"and the runtime's {runtime / 2**20:.1f} MiB for the page to download)")
-    _fill_size(Path(app.outdir), size + runtime)
+    files = download_list(Path(app.outdir) / "_static")
+    sizes = {group: sum(f["bytes"] for f in listed.values()) for group, listed in files.items()}
+    logger.info(f"browser_model: exported {run}/average.pt into {out} ({PAGE_WEIGHTS} weights, "
+                f"{sizes['model'] / 2**20:.1f} MiB, and the runtime's "
+                f"{sizes['ort'] / 2**20:.1f} MiB for the page to download)")
+    _fill_size(Path(app.outdir), files)
 
 
-def _fill_size(outdir: Path, size: int) -> None:
-    """Write the download size into the pages that hold the widget (they were written
+def download_list(static: Path) -> dict:
+    """What the translator downloads, under ``static``: ``{"model": {name: {"bytes",
+    "sha256"}}, "ort": {...}}`` (the model's files and the runtime's, read from disk)."""
+    def entry(path: Path) -> dict:
+        data = path.read_bytes()
+        return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    return {"model": {name: entry(static / "model" / name) for name in MODEL_FILES},
+            "ort": {name: entry(static / "ort" / name) for name in ORT_FILES
+                    if (static / "ort" / name).is_file()}}
+
+
+def widget_attributes(files: dict) -> str:
+    """The widget's ``data-bytes`` and ``data-files`` for :func:`download_list`'s ``files``."""
+    total = sum(f["bytes"] for listed in files.values() for f in listed.values())
+    return (f'data-bytes="{total}" '
+            f'data-files="{html.escape(json.dumps(files, separators=(",", ":")), quote=True)}"')
+
+
+def _fill_size(outdir: Path, files: dict) -> None:
+    """Write the download list into the pages that hold the widget (they were written
     before the model existed)."""
+    attributes = widget_attributes(files)
     for page in outdir.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
         if f'{WIDGET} data-bytes="' in text:
-            page.write_text(re.sub(rf'{WIDGET} data-bytes="\d*"', f'{WIDGET} data-bytes="{size}"',
-                                   text), encoding="utf-8")
+            page.write_text(re.sub(rf'{WIDGET} data-bytes="\d*" data-files="[^"]*"',
+                                   lambda _: f"{WIDGET} {attributes}", text), encoding="utf-8")
 
 
 def setup(app):

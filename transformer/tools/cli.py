@@ -421,11 +421,12 @@ def cmd_average(args):
 def cmd_export(args):
     """``export``: ONNX graphs, tokenizer and manifest of a checkpoint (for the browser)."""
     from .export import export_checkpoint
-    manifest = export_checkpoint(args.checkpoint, args.out, opset=args.opset)
+    manifest = export_checkpoint(args.checkpoint, args.out, opset=args.opset,
+                                 weights=args.weights)
     sizes = ", ".join(f"{name} {entry['bytes'] / 2**20:.1f} MiB"
                       for name, entry in manifest["files"].items())
-    print(f"exported {args.checkpoint} into {args.out}: {sizes}; checked against torch "
-          f"(onnxruntime, within 1e-4)")
+    print(f"exported {args.checkpoint} into {args.out} ({args.weights} weights): {sizes}; "
+          f"checked against torch (onnxruntime, within 1e-4)")
 
 
 def cmd_ablate(args):
@@ -502,6 +503,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("checkpoint", help="a checkpoint file (e.g. run/average.pt)")
     p.add_argument("--out", required=True, help="the folder to write (required)")
     p.add_argument("--opset", type=_bounded(int, 14), default=17, help="ONNX opset version")
+    p.add_argument("--weights", choices=["fp32", "fp16", "int8"], default="fp32",
+                   help="how weights.bin stores the weight matrices (int8: one scale a row; "
+                   "the graphs restore fp32 when loaded)")
     from .ablation import GROUPS
     p = sub.add_parser("ablate", help="Table 3 (section 6.2) at CPU or GPU scale: one row "
                        "per changed setting", formatter_class=HelpFormatter,

@@ -10,7 +10,13 @@
   (layers, B, heads, T, S);
 * ``weights.bin``: the parameters of both graphs (ONNX external data), each tensor once:
   the shared embedding (section 3.4) is stored once although both graphs use it, so the
-  download is the model's size (4 bytes a parameter), not the two graphs' sum;
+  download is the model's size, not the two graphs' sum. ``weights="fp32"`` stores 4 bytes
+  a parameter; ``"fp16"`` 2 and ``"int8"`` about 1 (the weight matrices only, each row
+  with its own scale; biases, norms and the positional table stay fp32). A smaller form
+  is dequantised by the graph itself (``Cast``, and ``Mul`` by the scales), a constant
+  expression that onnxruntime folds when it loads the graph: the arithmetic stays fp32,
+  only the stored weights are rounded. :func:`compare_forms` measures what the rounding
+  changes (greedy ids and BLEU against the fp32 graphs);
 * ``spm.model``: the shared BPE vocabulary;
 * ``manifest.json``: the configuration, the special ids, the vocabulary's pieces and
   scores (the page's own BPE encoder merges by them), the decoding settings of section
@@ -39,6 +45,7 @@ from ..model import Transformer
 from ..tokenizer import Tokenizer
 
 FORMAT = 1
+WEIGHT_FORMS = ("fp32", "fp16", "int8")
 DECODING = {"beam_size": 4, "alpha": 0.6, "max_extra": 50, "stopping": "count",
             "min_output_tokens": 1}
 
@@ -102,6 +109,80 @@ def _export(graph: nn.Module, args: tuple, path: Path, inputs: list[str], output
                           dynamo=False, do_constant_folding=False)
 
 
+def _round_int8(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Symmetric int8 of a matrix, one scale per row: (q int8, scale (rows, 1) fp32)."""
+    w = w.detach().float()
+    scale = w.abs().amax(dim=1, keepdim=True) / 127
+    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+    return torch.round(w / scale).clamp(-127, 127).to(torch.int8), scale
+
+
+def round_weights(w: torch.Tensor, form: str) -> torch.Tensor:
+    """``w`` as the graphs of ``form`` compute with it: stored, then dequantised to fp32."""
+    if form == "fp32":
+        return w.detach().float()
+    if form == "fp16":
+        return w.detach().half().float()
+    q, scale = _round_int8(w)
+    return q.float() * scale
+
+
+def rounded_model(model: Transformer, form: str) -> Transformer:
+    """A copy of ``model`` whose weight matrices are rounded as the export of ``form``
+    stores them (:func:`round_weights`): the graphs must reproduce it, as ``model`` itself
+    for fp32. Tied parameters stay tied."""
+    import copy
+    if form not in WEIGHT_FORMS:
+        raise ExportError(f"unknown weight form {form!r}; choose one of {WEIGHT_FORMS}")
+    copied = copy.deepcopy(model).eval()
+    with torch.no_grad():
+        for p in copied.parameters():          # each tensor once, tied ones included
+            if p.dim() == 2:
+                p.copy_(round_weights(p, form))
+    return copied
+
+
+def _store_rounded(path: Path, model: Transformer, form: str) -> None:
+    """Store the graph's weight matrices (its initializers that are 2-D parameters of
+    ``model``) in ``form``, each replaced by a stored tensor and the nodes that restore the
+    fp32 values under the original name, so the rest of the graph is unchanged."""
+    import onnx
+    from onnx import helper, numpy_helper
+    if form == "fp32":
+        return
+    matrices = {p.detach().float().numpy().tobytes() for p in model.parameters() if p.dim() == 2}
+    graph = onnx.load(str(path))
+    kept, restore = [], []
+    for tensor in graph.graph.initializer:
+        value = numpy_helper.to_array(tensor)
+        if (tensor.data_type != onnx.TensorProto.FLOAT or value.ndim != 2
+                or value.tobytes() not in matrices):
+            kept.append(tensor)
+            continue
+        name = tensor.name
+        if form == "fp16":
+            kept.append(numpy_helper.from_array(value.astype("float16"), f"{name}.fp16"))
+            restore.append(helper.make_node("Cast", [f"{name}.fp16"], [name],
+                                            to=onnx.TensorProto.FLOAT, name=f"{name}.restore"))
+        else:
+            q, scale = _round_int8(torch.from_numpy(value.copy()))
+            kept += [numpy_helper.from_array(q.numpy(), f"{name}.int8"),
+                     numpy_helper.from_array(scale.numpy(), f"{name}.scale")]
+            restore += [helper.make_node("Cast", [f"{name}.int8"], [f"{name}.float"],
+                                         to=onnx.TensorProto.FLOAT, name=f"{name}.cast"),
+                        helper.make_node("Mul", [f"{name}.float", f"{name}.scale"], [name],
+                                         name=f"{name}.restore")]
+    if not restore:
+        raise ExportError(f"{path.name} holds none of the model's weight matrices: "
+                          f"nothing to store in {form}")
+    del graph.graph.initializer[:]
+    graph.graph.initializer.extend(kept)
+    nodes = restore + list(graph.graph.node)
+    del graph.graph.node[:]
+    graph.graph.node.extend(nodes)
+    onnx.save(graph, str(path))
+
+
 def _share_weights(paths: list[Path], weights: Path) -> None:
     """Move the large initializers of the graphs at ``paths`` into one external-data file,
     storing tensors with equal bytes once (both graphs then point at the same offset)."""
@@ -133,14 +214,19 @@ def _share_weights(paths: list[Path], weights: Path) -> None:
 
 
 def export_model(model: Transformer, tokenizer: Tokenizer, out: str | os.PathLike,
-                 opset: int = 17, check: bool = True, source: str = "") -> dict:
+                 opset: int = 17, check: bool = True, source: str = "",
+                 weights: str = "fp32") -> dict:
     """Write the graphs, ``spm.model`` and ``manifest.json`` of ``model`` into ``out``.
 
-    ``check``: run both graphs in onnxruntime on a sample batch and raise
-    :class:`ExportError` unless logits, memory and attention agree with torch within 1e-4.
+    ``weights``: how ``weights.bin`` stores the weight matrices, ``"fp32"``, ``"fp16"`` or
+    ``"int8"`` (see the module's notes). ``check``: run both graphs in onnxruntime on a
+    sample batch and raise :class:`ExportError` unless logits, memory and attention agree
+    within 1e-4 with torch's (with the weights rounded as stored: :func:`rounded_model`).
     Returns the manifest.
     """
     _require_onnx()
+    if weights not in WEIGHT_FORMS:
+        raise ExportError(f"unknown weight form {weights!r}; choose one of {WEIGHT_FORMS}")
     cfg = model.cfg
     if tokenizer.vocab_size != cfg.vocab_size:
         raise ExportError(f"the tokenizer has {tokenizer.vocab_size} pieces but the model "
@@ -163,12 +249,14 @@ def export_model(model: Transformer, tokenizer: Tokenizer, out: str | os.PathLik
              "src": {0: "batch", 1: "src_len"}, "logits": {0: "batch"},
              "self_attention": {1: "batch", 3: "tgt_len", 4: "tgt_len"},
              "cross_attention": {1: "batch", 3: "tgt_len", 4: "src_len"}}, opset)
+    for name in ("encoder.onnx", "decoder.onnx"):
+        _store_rounded(out / name, plain, weights)
     _share_weights([out / "encoder.onnx", out / "decoder.onnx"], out / WEIGHTS)
     (out / "spm.model").write_bytes(tokenizer.serialized())
     if check:
-        check_export(plain, out)
+        check_export(rounded_model(plain, weights), out)
     manifest = {
-        "format": FORMAT, "source": source, "config": cfg.to_dict(),
+        "format": FORMAT, "source": source, "weights": weights, "config": cfg.to_dict(),
         "special_ids": {"pad": cfg.pad_id, "bos": cfg.bos_id, "eos": cfg.eos_id,
                         "unk": cfg.unk_id},
         "decoding": DECODING,
@@ -270,3 +358,61 @@ def check_export(model: Transformer, folder: str | os.PathLike, atol: float = 1e
         if not diff <= atol:
             raise ExportError(f"the exported {name} differs from torch's by {diff:.2e} "
                               f"(> {atol}): the graph in {folder} is wrong")
+
+
+# ------------------------------------------------------- what a smaller form changes
+def _greedy_ids(model, tokenizer, sentences: list[str], batch_size: int = 32) -> list[list[int]]:
+    from .decoding import build_source_batch, greedy_decode
+    cfg, out = model.cfg, []
+    for start in range(0, len(sentences), batch_size):
+        ids = [tokenizer.encode(s) for s in sentences[start:start + batch_size]]
+        out += greedy_decode(model, build_source_batch(ids, cfg.pad_id, cfg.eos_id, cfg.max_len))
+    return out
+
+
+def compare_forms(model: Transformer, tokenizer: Tokenizer, forms=("int8", "fp16"),
+                  splits=(("multi30k-en-de", "test"), ("tatoeba-en-de", "test")),
+                  agreement_sentences: int = 200, bleu_sentences: int = 0, beam_size: int = 4,
+                  data_root=None, folder=None) -> dict:
+    """What storing the weights in a smaller form changes, measured on the exported graphs
+    in onnxruntime (the page's arithmetic): for each form and each split, the share of the
+    first ``agreement_sentences`` test sentences whose greedy token ids equal the fp32
+    graphs' (and the first that differs), and the BLEU of both with beam ``beam_size``
+    (the page's search) on the first ``bleu_sentences`` (0: the whole split). The graphs
+    are exported into ``folder`` (a temporary one by default). Returns the record's body."""
+    import tempfile
+    from .data import load_corpus
+    from .decoding import translate
+    from .evaluate import score
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(folder or tmp)
+        graphs, sizes = {}, {}
+        for form in ("fp32",) + tuple(f for f in forms if f != "fp32"):
+            manifest = export_model(model, tokenizer, root / form, weights=form)
+            graphs[form] = OnnxModel(root / form)
+            sizes[form] = sum(manifest["files"][n]["bytes"]
+                              for n in ("encoder.onnx", "decoder.onnx", WEIGHTS))
+        result = {"model_bytes": sizes, "beam_size": beam_size, "splits": {}}
+        for corpus, split in splits:
+            data = load_corpus(corpus, split, root=data_root)
+            chosen = data.src[:agreement_sentences]
+            n_bleu = bleu_sentences or len(data.src)
+            greedy = {f: _greedy_ids(g, tokenizer, chosen) for f, g in graphs.items()}
+            bleu = {f: score(translate(g, tokenizer, data.src[:n_bleu], beam_size=beam_size),
+                             data.tgt[:n_bleu])["bleu"] for f, g in graphs.items()}
+            entry = {"agreement_sentences": len(chosen), "bleu_sentences": n_bleu,
+                     "bleu": {"fp32": bleu["fp32"]}, "forms": {}}
+            for form in graphs:
+                if form == "fp32":
+                    continue
+                same = [a == b for a, b in zip(greedy[form], greedy["fp32"])]
+                first = next((i for i, s in enumerate(same) if not s), None)
+                entry["forms"][form] = {
+                    "greedy_agreement": sum(same) / len(same), "bleu": bleu[form],
+                    "bleu_change": bleu[form] - bleu["fp32"],
+                    "first_difference": None if first is None else {
+                        "sentence": chosen[first],
+                        form: tokenizer.decode(greedy[form][first]),
+                        "fp32": tokenizer.decode(greedy["fp32"][first])}}
+            result["splits"][f"{corpus}/{split}"] = entry
+    return result

@@ -1,0 +1,35 @@
+"""The search page: one search field, and result snippets taken from the chapters' prose.
+
+Sphinx's search page (``searchtools.js``) writes each result's snippet from the text of the
+page's ``[role="main"]`` element. In this theme that element also holds the page's header,
+its "Contents" box and every code cell, so a snippet could read "...Contents..." or a line
+of code. ``static/search_text.js``, on the search page only, replaces Sphinx's
+``Search.htmlToText`` once the page has loaded: it removes those parts before Sphinx takes
+the text. ``static/search_page.css`` hides the header's and the
+sidebar's search buttons there: the page has its own field.
+
+Enabled from ``_config.yml``: ``sphinx: local_extensions: {search_page: book/_ext}``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+FILES = ("search_text.js", "search_page.css")
+
+
+def _stage(app, config) -> None:
+    config.html_static_path = list(config.html_static_path) + [
+        str(HERE / "static" / name) for name in FILES]
+
+
+def _page(app, pagename, templatename, context, doctree) -> None:
+    if pagename == "search":
+        app.add_js_file("search_text.js")
+        app.add_css_file("search_page.css")
+
+
+def setup(app):
+    app.connect("config-inited", _stage, priority=900)
+    app.connect("html-page-context", _page)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
