@@ -204,6 +204,9 @@ def test_a_mixture_repeats_train_parts_joins_valid_once_and_has_no_test(toy_root
     assert data.corpus_folders(resolved) == [toy_root / "toy-en-de", other]
     assert data.part_names("toy-en-de*2+other-en-de") == ["toy-en-de", "other-en-de"]
     assert data.part_names("toy-en-de") == ["toy-en-de"]
+    joined = data.concatenate_corpora(["toy-en-de", other], toy_root / "toy+other", root=toy_root)
+    assert data.mixture_parts(str(joined)) is None          # a folder whose name holds a +
+    assert load_corpus(str(joined), "train").src == ["a house", "a tree", "a dog"]
 
 
 def test_missing_multi30k_says_how_to_download(tmp_path):

@@ -105,8 +105,9 @@ def is_corpus_path(name: str | os.PathLike) -> bool:
 
 def mixture_parts(name: str | os.PathLike) -> list[tuple[str, int]] | None:
     """The parts of a mixture name with their repeats, ``"a*2+b"`` -> ``[("a", 2), ("b", 1)]``;
-    ``None`` for a single corpus (a name or path without ``+``)."""
-    if isinstance(name, os.PathLike) or "+" not in name:
+    ``None`` for a single corpus: a name or path without ``+``, or an existing folder (whose
+    name may hold a ``+``, e.g. ``data/multi30k+tatoeba-en-de``)."""
+    if isinstance(name, os.PathLike) or "+" not in name or Path(name).is_dir():
         return None
     parts = []
     for part in name.split("+"):

@@ -123,11 +123,10 @@ def book_model() -> str:
                         ("book_model", "now: recipe `book`")):
         r = load(name)
         run = r["run"]
-        what = (f"{label} ({r['parameters']:,} parameters, {run.get('updates', '?'):,} "
-                f"updates on {Path(run['settings']['corpus'].split('*')[0]).name}"
-                + (" + " + ", ".join(Path(x.split("*")[0]).name for x in
-                                      run["settings"]["corpus"].split("+")[1:])
-                   if "+" in run["settings"]["corpus"] else "") + ")")
+        corpus = " + ".join(Path(part.split("*")[0]).name
+                            for part in run["settings"]["corpus"].split("+"))
+        updates = f"{run['updates']:,} updates" if "updates" in run else "trained"
+        what = f"{label} ({r['parameters']:,} parameters, {updates} on {corpus})"
         cells = [f"{r['test'][c]['beam4']['bleu']} / {r['test'][c]['beam4']['chrf']}"
                  if c in r["test"] else "" for c in ("multi30k-en-de", "tatoeba-en-de")]
         rows.append([what] + cells)
