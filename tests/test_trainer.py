@@ -459,7 +459,9 @@ def test_resuming_in_another_precision_warns(corpus, tmp_path, one_thread, monke
     monkeypatch.setattr(precision_module, "cpu_has_native_bf16", lambda: True)
     with warnings.catch_warnings():
         warnings.simplefilter("error")                 # the same precision: no warning
-        assert Trainer.from_config(_tiny_run(corpus, tmp_path / "run", max_updates=4)).step == 2
+        again = Trainer.from_config(_tiny_run(corpus, tmp_path / "run", max_updates=4))
+    assert again.step == 2
+    again.close()
 
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
