@@ -1,7 +1,7 @@
 """The wall time of ``make book`` from an empty run cache, with the share that trains the
 book's model (chapter 7), written as a result record.
 
-    python benchmarks/book_build.py --json book/results/book_build.json
+    python benchmarks/book_build.py --record book/results/book_build.json
 
 Runs ``make book`` with ``TRANSFORMER_CACHE`` pointed at a new empty folder (so the book's
 model is trained from scratch, as on a fresh machine; your own cache is left alone) and
@@ -25,11 +25,12 @@ sys.path.insert(0, str(ROOT / "book"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from book_model import run_summary  # noqa: E402   the run's settings and length
+from record import add_option  # noqa: E402
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--json", help="write the record here (default: print it)")
+    add_option(p, "book_build")
     p.add_argument("--make", default="make", help="the make program")
     args = p.parse_args(argv)
     from transformer.tools.provenance import provenance, write_record
@@ -45,8 +46,7 @@ def main(argv=None):
             raise SystemExit(f"expected one trained run in {cache}, found {len(runs)}")
         summary = run_summary(runs[0])
     record = {
-        "provenance": provenance("python benchmarks/book_build.py" +
-                                 (f" --json {args.json}" if args.json else "")),
+        "provenance": provenance(),
         "what": "make book from an empty run cache: every chapter executed on the CPU, the "
                 "book's model trained in chapter 7",
         "wall_s": round(wall, 1),
@@ -54,8 +54,8 @@ def main(argv=None):
         "precision": summary["precision"],
         "corpus": summary["settings"]["corpus"], "preset": summary["settings"]["preset"],
     }
-    if args.json:
-        write_record(args.json, record)
+    if args.record:
+        write_record(args.record, record)
     print(json.dumps(record, indent=1))
 
 

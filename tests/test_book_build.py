@@ -24,7 +24,7 @@ def test_the_record_holds_the_build_and_the_training_from_an_empty_cache(tmp_pat
     make.chmod(0o755)
     out = tmp_path / "record.json"
     env = {**os.environ, "TMPDIR": str(tmp_path), "TRANSFORMER_CACHE": str(tmp_path / "mine")}
-    subprocess.run([sys.executable, str(ROOT / "benchmarks/book_build.py"), "--json", str(out),
+    subprocess.run([sys.executable, str(ROOT / "benchmarks/book_build.py"), "--record", str(out),
                     "--make", str(make)], check=True, env=env, capture_output=True, timeout=120)
     record = json.loads(out.read_text())
     assert record["train_s"] == 812.5 and record["updates"] == 3400

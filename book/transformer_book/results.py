@@ -29,6 +29,10 @@ MEASURED = ("commit", "command", "cpu", "torch", "date")
 
 def provenance_problems(record: dict) -> list[str]:
     """What the record's provenance lacks; empty when it is complete."""
+    if "provenance" not in record and isinstance(record.get("runs"), dict):
+        # several labelled runs of one command (e.g. before and after a change)
+        return [f"run {label}: {p}" for label, run in record["runs"].items()
+                for p in provenance_problems(run)]
     prov = record.get("provenance")
     if not isinstance(prov, dict) or not prov:
         return ["no provenance"]
@@ -62,6 +66,9 @@ def load(name: str) -> dict:
 
 def provenance_text(record: dict) -> str:
     """One line: where the record's figures come from."""
+    if "provenance" not in record and "runs" in record:
+        return " ".join(f"{label.capitalize()}: {provenance_text(run)}"
+                        for label, run in record["runs"].items())
     prov = record["provenance"]
     if "entries" in record:
         return f"Each run's provenance is in its row; *{prov['transcribed']}*."
@@ -199,15 +206,50 @@ def memory() -> str:
 
 
 def browser() -> str:
-    r = load("browser_speed")
-    return _table(["what", "figure"], [
-        ["model download (two ONNX graphs, one weights file)", f"{r['model_download_mb']} MB"],
-        ["runtime download (onnxruntime-web), once per browser", f"{r['runtime_download_mb']} MB"],
-        ["button to a ready model", f"{r['ready_s']} s"],
-        ["one 15-word sentence in the browser, greedy / beam 4",
-         f"{r['browser_ms']['greedy']} / {r['browser_ms']['beam4']} ms"],
-        ["the same in Python (torch, KV cache), greedy / beam 4",
-         f"{r['python_ms']['greedy']} / {r['python_ms']['beam4']} ms"]])
+    """The page's translator before issue #35 (fp32, on the page's thread) and now."""
+    runs = load("browser_speed")["runs"]
+    labels = [k for k in ("before", "after") if k in runs]
+    mib = lambda b: f"{b / 2**20:.1f} MiB"
+    rows = [
+        ("weights; where the search runs",
+         lambda r: f"{r['weights']}; " + ("the page's thread" if r["page_code"] != "this tree"
+                                          else "a Web Worker")),
+        ("model download", lambda r: mib(r["model_bytes"])),
+        ("runtime download (onnxruntime-web)", lambda r: mib(r["runtime_bytes"])),
+        ("first visit: bytes downloaded", lambda r: mib(r["browser"]["downloaded_bytes"])),
+        ("second visit: bytes downloaded",
+         lambda r: mib(r["browser"]["second_visit_downloaded_bytes"])),
+        ("button to a ready model", lambda r: f"{r['browser']['ready_s']:.1f} s"),
+        ("a 15-word sentence, greedy / beam 4",
+         lambda r: f"{r['browser']['greedy_ms']:.0f} / {r['browser']['beam_ms']:.0f} ms"),
+        ("the same in Python (torch, fp32), greedy / beam 4",
+         lambda r: f"{r['python']['greedy_ms']:.0f} / {r['python']['beam_ms']:.0f} ms")]
+    return _table(["what"] + labels, [[what] + [f(runs[k]) for k in labels] for what, f in rows])
+
+
+def weight_forms() -> str:
+    """The page model's weight forms against fp32: download, greedy-id agreement, BLEU."""
+    r = load("weight_forms")
+    rows = []
+    for form in r["model_bytes"]:
+        cells = [form, f"{r['model_bytes'][form] / 2**20:.2f} MiB"]
+        for split, e in r["splits"].items():
+            f = e["forms"].get(form)
+            cells.append(f"{f['greedy_agreement']:.1%} / {f['bleu_change']:+.2f}" if f
+                         else f"(BLEU {e['bleu']['fp32']:.2f})")
+        cells.append({True: "yes", False: "no"}.get(r["passes"].get(form), ""))
+        rows.append(cells)
+    return _table(["weights", "download"] + [f"{split}: greedy ids as fp32 / BLEU change"
+                                             for split in r["splits"]] + ["keeps the translations"],
+                  rows)
+
+
+def book_build() -> str:
+    r = load("book_build")
+    return _table(["`make book` from an empty run cache", "of it: training the book's model",
+                   "updates", "precision"],
+                  [[f"{r['wall_s'] / 60:.1f} min", f"{r['train_s'] / 60:.1f} min",
+                    f"{r['updates']:,}", r["precision"]]])
 
 
 def table3() -> str:
@@ -265,9 +307,19 @@ BENCHMARKS = [
     ("decode_speed.py", "KV-cached against recomputed decoding; beam against greedy",
      "python benchmarks/decode_speed.py", "decode_speed",
      lambda r: f"KV cache {_x(r['rows'][0]['kv_cache_speedup'])}"),
-    ("browser_speed.py", "the model in headless Chromium: download and latency",
-     "python benchmarks/browser_speed.py", "browser_speed",
-     lambda r: f"{r['model_download_mb']} MB, beam 4 {r['browser_ms']['beam4']} ms"),
+    ("browser_speed.py", "the model in headless Chromium: download and latency, before "
+     "and after (--label)", "python benchmarks/browser_speed.py --label after", "browser_speed",
+     lambda r: f"{r['runs']['after']['model_bytes'] / 2**20:.1f} MiB, beam 4 "
+               f"{r['runs']['after']['browser']['beam_ms']:.0f} ms"),
+    ("weight_forms.py", "the page model's weights in int8 and fp16 against fp32",
+     "python benchmarks/weight_forms.py", "weight_forms",
+     lambda r: ", ".join(f"{f} {b / 2**20:.2f} MiB" for f, b in r["model_bytes"].items())),
+    ("book_model.py", "the book's model on each corpus's test split",
+     "python benchmarks/book_model.py", "book_model",
+     lambda r: "; ".join(f"{c} {t['beam4']['bleu']} BLEU" for c, t in r["test"].items())),
+    ("book_build.py", "`make book` from an empty run cache",
+     "python benchmarks/book_build.py", "book_build",
+     lambda r: f"{r['wall_s'] / 60:.1f} min ({r['precision']})"),
     ("gpu_check.sh + gpu_record.py", "device tests and GPU throughput",
      "STEPS=\"1 2\" bash benchmarks/gpu_check.sh", "gpu_step", None),
     ("gpu_train.sh + gpu_train_record.py", "the base model on a GPU, torchrun, chapters 7 and 10",
@@ -275,6 +327,10 @@ BENCHMARKS = [
     ("gpu_table3.sh", "Table 3 at the GPU budget", "bash benchmarks/gpu_table3.sh",
      "table3_gpu", None),
 ]
+
+
+# scripts that write book/results/NAME.json themselves (no --record)
+WRITES_ITS_RECORD = {"browser_speed", "weight_forms"}
 
 
 def benchmarks() -> str:
@@ -285,18 +341,21 @@ def benchmarks() -> str:
         if path.exists():
             rec = load(name)
             latest = figure(rec) if figure else "recorded"
-            note = " (transcribed)" if "transcribed" in rec["provenance"] else ""
-            latest += f"; {rec['provenance']['date']}{note}"
+            prov = rec.get("provenance") or list(rec["runs"].values())[-1]["provenance"]
+            note = " (transcribed)" if "transcribed" in prov else ""
+            latest += f"; {prov['date']}{note}"
         else:
             latest = "no record yet"
+        own = script.startswith("gpu") or name in WRITES_ITS_RECORD
         rows.append([f"`{script}`", what, f"`{command} --record book/results/{name}.json`"
-                     if not script.startswith("gpu") else f"`{command}`",
+                     if not own else f"`{command}`",
                      f"`book/results/{name}.json`", latest])
     return _table(["script", "measures", "command", "record", "latest figure"], rows)
 
 
 # Every record the README, benchmarks/README.md or the Results page quotes.
-QUOTED = ["tiny_recipe", "small_recipe", "anchors", "book_model_before", "book_model", "book_mixture", "train_throughput", "trainer_precision",
+QUOTED = ["tiny_recipe", "small_recipe", "anchors", "book_model_before", "book_model",
+          "book_mixture", "book_build", "weight_forms", "train_throughput", "trainer_precision",
           "bf16_without_instructions", "attention_kernel", "compile_cpu", "optimizer_speed",
           "dropout_speed", "decode_speed", "vocab_speed", "host_memory", "browser_speed",
           "table3", "build_times"]
