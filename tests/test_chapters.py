@@ -21,7 +21,6 @@ HIDDEN = {"hide-input", "remove-input", "hide-cell", "remove-cell"}
 # split: a listed chapter whose cells all fit fails (strict xfail), so that it is removed
 # from here and checked from then on.
 NOT_YET = {
-    "09_attention_explorer.ipynb",
     "10_full_model.ipynb",
 }
 
