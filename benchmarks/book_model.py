@@ -26,17 +26,33 @@ from record import add_option, save  # noqa: E402
 
 
 def run_summary(folder: Path) -> dict:
-    """The run's recipe settings and length, from its run.json and metrics.jsonl."""
+    """The run's recipe settings and length (updates, training seconds, precision), from its
+    run.json and the final record of its metrics.jsonl."""
     summary = {"settings": json.loads((folder / "run.json").read_text())["train"]}
+    records = []
     metrics = folder / "metrics.jsonl"
-    if metrics.exists():
-        final = [json.loads(line) for line in metrics.read_text().splitlines()
-                 if "train_seconds" in line]
-        if final:
-            summary.update(updates=final[-1]["step"],
-                           train_s=round(final[-1]["train_seconds"], 1),
-                           precision=final[-1].get("precision"))
+    for line in (metrics.read_text().splitlines() if metrics.exists() else []):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:          # a torn line of a crash: the run resumed
+            continue
+    final = [r for r in records if r.get("final")]
+    if final:
+        trained = [r["elapsed_s"] for r in records if "elapsed_s" in r]
+        seconds = final[-1].get("train_seconds", trained[-1] if trained else None)
+        summary.update(updates=final[-1]["step"],
+                       train_s=None if seconds is None else round(seconds, 1),
+                       precision=final[-1].get("precision") or _precision(folder))
     return summary
+
+
+def _precision(folder: Path) -> str | None:
+    """What the run's newest checkpoint says it trained in (runs whose final metrics
+    record does not say)."""
+    import torch
+    saved = sorted((folder / "checkpoints").glob("step_*.pt"))
+    return torch.load(saved[-1], map_location="cpu", weights_only=True).get("precision") \
+        if saved else None
 
 
 def main(argv=None):

@@ -138,6 +138,24 @@ def test_a_smaller_weight_form_stores_rounded_weights_the_graphs_restore(trained
     assert greedy_decode(OnnxModel(tmp_path / form), src) == greedy_decode(rounded, src)
 
 
+def test_compare_forms_measures_each_form_against_the_fp32_graphs(trained, shared_data,
+                                                                   tmp_path):
+    """What benchmarks/weight_forms.py records: per split and form, the greedy-id agreement
+    with the fp32 graphs and the BLEU change (here on a few sentences)."""
+    from transformer.tools.export import compare_forms
+    model, tokenizer, _ = trained
+    body = compare_forms(model, tokenizer, forms=("fp16",), agreement_sentences=8,
+                         bleu_sentences=8, data_root=shared_data, folder=tmp_path)
+    assert set(body["model_bytes"]) == {"fp32", "fp16"}
+    assert body["model_bytes"]["fp16"] < 0.6 * body["model_bytes"]["fp32"]
+    for split in ("multi30k-en-de/test", "tatoeba-en-de/test"):
+        entry = body["splits"][split]
+        assert entry["agreement_sentences"] == entry["bleu_sentences"] == 8
+        fp16 = entry["forms"]["fp16"]
+        assert 0.0 <= fp16["greedy_agreement"] <= 1.0
+        assert fp16["bleu_change"] == pytest.approx(fp16["bleu"] - entry["bleu"]["fp32"])
+
+
 def test_an_unknown_weight_form_is_refused(trained, tmp_path):
     model, tokenizer, _ = trained
     with pytest.raises(ExportError, match="unknown weight form"):

@@ -567,3 +567,5 @@ def test_validation_reports_the_perplexity_of_the_unsmoothed_nll(corpus, tmp_pat
     assert result["valid_loss"] > result["valid_nll"]          # smoothing costs the truth
     final = RunFolder(tmp_path / "run").records()[-1]
     assert final["final"] and final["valid_ppl"] == result["valid_ppl"]
+    assert final["train_seconds"] == result["train_seconds"] > 0     # the run's length, kept
+    assert final["precision"] == result["precision"]

@@ -362,7 +362,7 @@ def check_export(model: Transformer, folder: str | os.PathLike, atol: float = 1e
 
 # ------------------------------------------------------- what a smaller form changes
 def _greedy_ids(model, tokenizer, sentences: list[str], batch_size: int = 32) -> list[list[int]]:
-    from .decoding import build_source_batch, greedy_decode
+    from ..decoding import build_source_batch, greedy_decode
     cfg, out = model.cfg, []
     for start in range(0, len(sentences), batch_size):
         ids = [tokenizer.encode(s) for s in sentences[start:start + batch_size]]
@@ -381,9 +381,9 @@ def compare_forms(model: Transformer, tokenizer: Tokenizer, forms=("int8", "fp16
     (the page's search) on the first ``bleu_sentences`` (0: the whole split). The graphs
     are exported into ``folder`` (a temporary one by default). Returns the record's body."""
     import tempfile
-    from .data import load_corpus
-    from .decoding import translate
-    from .evaluate import score
+    from ..data import load_corpus
+    from ..decoding import translate
+    from ..evaluate import score
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(folder or tmp)
         graphs, sizes = {}, {}

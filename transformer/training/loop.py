@@ -415,7 +415,8 @@ class Trainer:
         if not saved or saved[-1].name != step_file(self.step):
             self.save()
         final = self.evaluate()
-        self.log({"step": self.step, **final, "final": True})
+        self.log({"step": self.step, **final, "train_seconds": self.train_seconds,
+                  "precision": self.precision, "final": True})
         self.average()
         self.dist.barrier()
         return {"step": self.step, "train_seconds": self.train_seconds,
