@@ -11,8 +11,8 @@ FAKE_MAKE = """#!/bin/sh
 # stands in for make: "trains" one run in $TRANSFORMER_CACHE as chapter 7 would
 mkdir -p "$TRANSFORMER_CACHE/abc" && touch "$TRANSFORMER_CACHE/abc/average.pt"
 echo '{"train": {"corpus": "m*2+t", "preset": "tiny"}}' > "$TRANSFORMER_CACHE/abc/run.json"
-printf '%s\\n' '{"step": 10, "loss": 3.0}' \\
-  '{"step": 3400, "train_seconds": 812.5, "precision": "bf16", "valid_loss": 2.9}' \\
+printf '%s\\n' '{"step": 10, "loss": 3.0, "elapsed_s": 2.4}' \\
+  '{"step": 3400, "valid_loss": 2.9, "train_seconds": 812.5, "precision": "bf16", "final": true}' \\
   > "$TRANSFORMER_CACHE/abc/metrics.jsonl"
 echo "$@" > "$TRANSFORMER_CACHE/../args"
 """
