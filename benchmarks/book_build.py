@@ -34,6 +34,7 @@ def main(argv=None):
     p.add_argument("--make", default="make", help="the make program")
     args = p.parse_args(argv)
     from transformer.tools.provenance import provenance, write_record
+    measured = provenance()                     # the code as the build starts
     with tempfile.TemporaryDirectory(prefix="book-cache-") as cache:
         env = {**os.environ, "TRANSFORMER_CACHE": cache}
         started = time.perf_counter()
@@ -45,8 +46,10 @@ def main(argv=None):
         if len(runs) != 1:
             raise SystemExit(f"expected one trained run in {cache}, found {len(runs)}")
         summary = run_summary(runs[0])
+        if "updates" not in summary:
+            raise SystemExit(f"{runs[0]}: the trained run has no final metrics record")
     record = {
-        "provenance": provenance(),
+        "provenance": measured,
         "what": "make book from an empty run cache: every chapter executed on the CPU, the "
                 "book's model trained in chapter 7",
         "wall_s": round(wall, 1),

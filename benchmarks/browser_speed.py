@@ -10,10 +10,12 @@ and with beam 4, as the page reports them (median of ``--repeats`` after one war
 then the page loaded again, and the bytes that second visit downloaded. Then the same
 sentence through ``python -m transformer translate`` (wall time of the command, start-up
 included) and through ``transformer.decoding.translate`` in this process (torch,
-``--threads``). The result goes into ``--out`` under ``--label``, with its provenance.
+``--threads``). ``--record PATH`` keeps the result there under ``--label``, with its
+provenance.
 
-    python benchmarks/browser_speed.py --checkpoint runs/tiny/average.pt --label after
-    python benchmarks/browser_speed.py --code-from ec7b39e --weights fp32 --label before
+    python benchmarks/browser_speed.py --label after --record book/results/browser_speed.json
+    python benchmarks/browser_speed.py --code-from ec7b39e --weights fp32 --label before \\
+        --checkpoint OLD/average.pt --record book/results/browser_speed.json
 
 ``--code-from REV`` serves the page's code as it was at git revision ``REV`` (the
 "before" of issue #35: fp32 weights, the search on the page's main thread). Without
@@ -189,8 +191,10 @@ def main():
     parser.add_argument("--code-from", metavar="REV",
                         help="serve the page's code of this git revision (default: this tree)")
     parser.add_argument("--label", default="after", help="the entry of the record to write")
-    parser.add_argument("--out", type=Path,
-                        default=REPO / "book" / "results" / "browser_speed.json")
+    parser.add_argument("--record", type=Path, metavar="PATH",
+                        help="write the run into this record under --label, beside its other "
+                             "labels (the committed one is book/results/browser_speed.json); "
+                             "without it, print only")
     args = parser.parse_args()
     from browser_model import PAGE_WEIGHTS
     from transformer.tools.provenance import provenance, write_record
@@ -210,9 +214,10 @@ def main():
              "model_bytes": sum(f["bytes"] for f in files["model"].values()),
              "runtime_bytes": sum(f["bytes"] for f in files["ort"].values()),
              "browser": browser, "python": python}
-    record = json.loads(args.out.read_text()) if args.out.is_file() else {}
-    record.setdefault("runs", {})[args.label] = entry
-    write_record(args.out, record)
+    if args.record:
+        record = json.loads(args.record.read_text()) if args.record.is_file() else {}
+        runs = record.get("runs") if "provenance" not in record else None   # an older form
+        write_record(args.record, {"runs": {**(runs or {}), args.label: entry}})
     print(json.dumps(entry, indent=1, ensure_ascii=False))
     print(f"\n{args.label} ({weights} weights, page code of {code}): the first visit downloaded "
           f"{browser['downloaded_bytes'] / 2**20:.2f} MiB and was ready after the click in "
@@ -223,7 +228,7 @@ def main():
     print(f"same sentence in Python (torch, {args.threads} thread(s), KV cache, fp32): greedy "
           f"{python['greedy_ms']:.0f} ms, beam 4 {python['beam_ms']:.0f} ms; the CLI command "
           f"`python -m transformer translate --beam 4` {python['cli_s']:.1f} s with start-up")
-    print(f"same beam-4 output: {browser['beam_text'] == python['beam_text']}; wrote {args.out}")
+    print(f"same beam-4 output: {browser['beam_text'] == python['beam_text']}")
 
 
 if __name__ == "__main__":

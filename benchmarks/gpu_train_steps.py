@@ -1,5 +1,5 @@
 """The steps of benchmarks/gpu_train.sh that need more than one command, each writing a
-result record with its provenance (transformer/provenance.py).
+result record with its provenance (transformer/tools/provenance.py).
 
     python benchmarks/gpu_train_steps.py train-record RUN SCORE.json... --command CMD \
         --wall-s S --out OUT/train.json

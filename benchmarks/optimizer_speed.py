@@ -1,4 +1,4 @@
-"""What does Muon (``--optimizer muon``, transformer/muon.py) cost per update?
+"""What does Muon (``--optimizer muon``, transformer/training/muon.py) cost per update?
 
 Muon adds five Newton-Schulz iterations per layer matrix to each update (batched by
 shape: 48 matrices of 128 x 128 and 16 of 128 x 256 in the ``tiny`` preset), about 2.3

@@ -8,7 +8,7 @@ The form passes when the ids agree on at least 95% of the sentences and the BLEU
 at most 0.3 on every split (issue #35). Writes the record with its provenance:
 
     python benchmarks/weight_forms.py --checkpoint runs/tiny/average.pt
-    python benchmarks/weight_forms.py                # the book's model (chapter 7's run)
+    python benchmarks/weight_forms.py --record book/results/weight_forms.json   # the book's model
 
 Without ``--checkpoint`` it takes the book's model (trained first if the run cache lacks
 it). ``--bleu-sentences N`` scores only the first N sentences of each split (a quick look;
@@ -40,7 +40,9 @@ def main():
     parser.add_argument("--bleu-sentences", type=int, default=0,
                         help="sentences of each split to score (0: all)")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--out", type=Path, default=REPO / "book" / "results" / "weight_forms.json")
+    parser.add_argument("--record", type=Path, metavar="PATH",
+                        help="write the result record here (the committed one is "
+                             "book/results/weight_forms.json); without it, print only")
     args = parser.parse_args()
     import torch
     from transformer.tools.export import compare_forms
@@ -61,14 +63,16 @@ def main():
               "criteria": {"greedy_agreement_at_least": AGREEMENT,
                            "bleu_change_at_most": BLEU_CHANGE},
               **body, "passes": verdict}
-    write_record(args.out, record)
+    if args.record:
+        write_record(args.record, record)
     for split, s in body["splits"].items():
         for form, e in s["forms"].items():
             print(f"{split} {form}: greedy ids as fp32 on {e['greedy_agreement']:.1%} of "
                   f"{s['agreement_sentences']}; BLEU {e['bleu']:.2f} (fp32 "
                   f"{s['bleu']['fp32']:.2f}, {e['bleu_change']:+.2f}) on {s['bleu_sentences']}")
     sizes = ", ".join(f"{f} {b / 2**20:.2f} MiB" for f, b in body["model_bytes"].items())
-    print(f"download: {sizes}; passes: {verdict}; wrote {args.out}")
+    print(f"download: {sizes}; passes: {verdict}"
+          + (f"; wrote {args.record}" if args.record else ""))
 
 
 if __name__ == "__main__":

@@ -206,6 +206,8 @@ def test_a_mixture_repeats_train_parts_joins_valid_once_and_has_no_test(toy_root
     assert data.part_names("toy-en-de") == ["toy-en-de"]
     joined = data.concatenate_corpora(["toy-en-de", other], toy_root / "toy+other", root=toy_root)
     assert data.mixture_parts(str(joined)) is None          # a folder whose name holds a +
+    assert data.mixture_parts("toy+other", toy_root) is None                # by name too
+    assert load_corpus("toy+other", "valid", root=toy_root).src == ["a cat", "a bird"]
     assert load_corpus(str(joined), "train").src == ["a house", "a tree", "a dog"]
 
 

@@ -40,6 +40,13 @@ def test_a_record_without_provenance_is_refused(tmp_path, monkeypatch):
     entries = json.loads((results.RESULTS / "build_times.json").read_text())
     del entries["entries"][1]["provenance"]["cpu"]
     assert results.provenance_problems(entries) == ["entry 1: provenance.cpu"]
+    runs = json.loads((results.RESULTS / "browser_speed.json").read_text())   # labelled runs
+    assert not results.provenance_problems(runs)
+    del runs["runs"]["before"]["provenance"]["date"]
+    assert results.provenance_problems(runs) == ["run before: provenance.date"]
+    assert results.provenance_problems({"runs": {}}) == ["runs: none"]
+    assert results.provenance_problems({**good, "runs": {"after": good}}) == [
+        "provenance beside runs (each run holds its own)"]
     monkeypatch.setattr(results, "RESULTS", tmp_path)
     with pytest.raises(FileNotFoundError):
         results.load("compile_cpu")

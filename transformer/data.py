@@ -103,11 +103,12 @@ def is_corpus_path(name: str | os.PathLike) -> bool:
     return isinstance(name, os.PathLike) or os.sep in name or name.startswith("~")
 
 
-def mixture_parts(name: str | os.PathLike) -> list[tuple[str, int]] | None:
+def mixture_parts(name: str | os.PathLike,
+                  root: str | os.PathLike | None = None) -> list[tuple[str, int]] | None:
     """The parts of a mixture name with their repeats, ``"a*2+b"`` -> ``[("a", 2), ("b", 1)]``;
     ``None`` for a single corpus: a name or path without ``+``, or an existing folder (whose
     name may hold a ``+``, e.g. ``data/multi30k+tatoeba-en-de``)."""
-    if isinstance(name, os.PathLike) or "+" not in name or Path(name).is_dir():
+    if isinstance(name, os.PathLike) or "+" not in name or corpus_folder(name, root).is_dir():
         return None
     parts = []
     for part in name.split("+"):
@@ -120,16 +121,16 @@ def mixture_parts(name: str | os.PathLike) -> list[tuple[str, int]] | None:
     return parts
 
 
-def part_names(name: str | os.PathLike) -> list[str]:
+def part_names(name: str | os.PathLike, root: str | os.PathLike | None = None) -> list[str]:
     """The corpora that ``name`` reads: each part of a mixture, or ``name`` itself. Each has
     its own test split (a mixture has none)."""
-    parts = mixture_parts(name)
+    parts = mixture_parts(name, root)
     return [part for part, _ in parts] if parts else [str(name)]
 
 
 def corpus_folders(name: str | os.PathLike, root: str | os.PathLike | None = None) -> list[Path]:
     """The folders a corpus name reads: one, or each part of a mixture (absolute)."""
-    parts = mixture_parts(name)
+    parts = mixture_parts(name, root)
     return [corpus_folder(part, root) for part, _ in parts] if parts else [corpus_folder(name, root)]
 
 
@@ -138,7 +139,7 @@ def resolve_corpus(name: str | os.PathLike, root: str | os.PathLike | None = Non
     of the same corpus or mixture compare equal; ``"wmt14"`` stays as it is."""
     if str(name) == "wmt14":
         return "wmt14"
-    parts = mixture_parts(name)
+    parts = mixture_parts(name, root)
     if parts is None:
         return str(corpus_folder(name, root))
     return "+".join(f"{corpus_folder(part, root)}*{times}" for part, times in parts)
@@ -230,7 +231,7 @@ def load_corpus(name: str | os.PathLike, split: str, direction: str = "en-de",
     split = _SPLIT_ALIASES.get(split, split)
     if str(name) == "wmt14":
         return load_wmt14(split, direction)
-    parts = mixture_parts(name)
+    parts = mixture_parts(name, root)
     if parts is not None:
         return _load_mixture(name, parts, split, direction, root)
     folder, src, tgt = split_files(name, split, root)
@@ -448,7 +449,7 @@ class CorpusStream:
         self.split = _SPLIT_ALIASES.get(split, split)
         if self.split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-        self.parts = mixture_parts(name)
+        self.parts = mixture_parts(name, root)
         if self.parts is not None and self.split not in ("train", "valid"):
             raise ValueError(f"corpus {str(name)!r} is a mixture: it has train and valid "
                              f"splits only")

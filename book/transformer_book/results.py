@@ -29,8 +29,12 @@ MEASURED = ("commit", "command", "cpu", "torch", "date")
 
 def provenance_problems(record: dict) -> list[str]:
     """What the record's provenance lacks; empty when it is complete."""
-    if "provenance" not in record and isinstance(record.get("runs"), dict):
-        # several labelled runs of one command (e.g. before and after a change)
+    if isinstance(record.get("runs"), dict):
+        # several labelled runs of one command (e.g. before and after), each its own
+        if not record["runs"]:
+            return ["runs: none"]
+        if "provenance" in record:
+            return ["provenance beside runs (each run holds its own)"]
         return [f"run {label}: {p}" for label, run in record["runs"].items()
                 for p in provenance_problems(run)]
     prov = record.get("provenance")
@@ -125,13 +129,15 @@ def recipes() -> str:
 
 def book_model() -> str:
     """The book's model before (captions only) and now, on both test splits."""
+    from transformer.data import mixture_parts
     rows = []
     for name, label in (("book_model_before", "before: the small preset, Multi30k alone"),
                         ("book_model", "now: recipe `book`")):
         r = load(name)
         run = r["run"]
-        corpus = " + ".join(Path(part.split("*")[0]).name
-                            for part in run["settings"]["corpus"].split("+"))
+        corpus = " + ".join(Path(part).name + (f" ×{times}" if times > 1 else "")
+                            for part, times in mixture_parts(run["settings"]["corpus"])
+                            or [(run["settings"]["corpus"], 1)])
         updates = f"{run['updates']:,} updates" if "updates" in run else "trained"
         what = f"{label} ({r['parameters']:,} parameters, {updates} on {corpus})"
         cells = [f"{r['test'][c]['beam4']['bleu']} / {r['test'][c]['beam4']['chrf']}"
@@ -163,11 +169,19 @@ def train_throughput() -> str:
 
 
 def speed_held() -> str:
-    """Ours' speed-ups before and after a change of the code, runs alternating."""
+    """Ours' speed-ups before and after a change of the code (runs alternating), with the
+    median of each side."""
+    import statistics
     r = load("speed_held")
     keys = list(r["runs"][0]["ratios"])
-    return _table(["speed-up"] + [f"`{x['code']}`" for x in r["runs"]],
-                  [[k] + [_x(x["ratios"][k]) for x in r["runs"]] for k in keys])
+    sides = {side: [x for x in r["runs"] if x["layout"] == side] for side in ("before", "after")}
+    median = {side: {k: statistics.median(x["ratios"][k] for x in runs) for k in keys}
+              for side, runs in sides.items()}
+    header = ["speed-up"] + [f"{side} (`{runs[0]['code']}`), runs" for side, runs in sides.items()] \
+        + ["after / before (medians)"]
+    return _table(header, [[k] + [" ".join(_x(x["ratios"][k]) for x in runs)
+                                  for runs in sides.values()]
+                           + [f"{median['after'][k] / median['before'][k]:.2f}"] for k in keys])
 
 
 def precision() -> str:
@@ -247,9 +261,15 @@ def weight_forms() -> str:
                          else f"(BLEU {e['bleu']['fp32']:.2f})")
         cells.append({True: "yes", False: "no"}.get(r["passes"].get(form), ""))
         rows.append(cells)
-    return _table(["weights", "download"] + [f"{split}: greedy ids as fp32 / BLEU change"
-                                             for split in r["splits"]] + ["keeps the translations"],
-                  rows)
+    c = r["criteria"]
+    sentences = sorted({e["agreement_sentences"] for e in r["splits"].values()})
+    return (f"A form keeps the translations when its greedy token ids equal the fp32 graphs' "
+            f"on at least {c['greedy_agreement_at_least']:.0%} of the first "
+            f"{', '.join(map(str, sentences))} test sentences of each split and its BLEU (beam "
+            f"{r['beam_size']}, the whole split) moves by at most {c['bleu_change_at_most']}.\n\n"
+            + _table(["weights", "graphs + weights"]
+                     + [f"{split}: greedy ids as fp32 / BLEU change" for split in r["splits"]]
+                     + ["keeps the translations"], rows))
 
 
 def book_build() -> str:
@@ -259,6 +279,18 @@ def book_build() -> str:
                    "updates", "precision"],
                   [[f"{r['wall_s'] / 60:.1f} min", f"{r['train_s'] / 60:.1f} min",
                     f"{r['updates']:,}", r["precision"]]])
+
+
+def prepare_scale() -> str:
+    """A WMT14-sized corpus prepared once, then memory-mapped by two reading processes."""
+    r = load("prepare_wmt14_scale")
+    rows = [["prepare (BPE on a sample, token ids on disk)", f"{r['prepare']['seconds']:.0f} s",
+             f"{r['prepare']['peak_rss_mb']:,} MB", ""]]
+    rows += [[f"reader {i + 1} (every batch of an epoch)", f"{x['seconds']:.0f} s",
+              f"{x['peak_rss_mb']:,} MB ({x['peak_private_mb']:,} MB private)",
+              f"{x['tokens_per_s'] / 1e6:.1f}M"] for i, x in enumerate(r["readers"])]
+    return (f"{r['corpus']['pairs']:,} sentence pairs, {r['corpus']['text_mb']:,} MB of text.\n\n"
+            + _table(["process", "time", "peak resident memory", "tokens / s"], rows))
 
 
 def table3() -> str:
@@ -338,10 +370,6 @@ BENCHMARKS = [
 ]
 
 
-# scripts that write book/results/NAME.json themselves (no --record)
-WRITES_ITS_RECORD = {"browser_speed", "weight_forms"}
-
-
 def benchmarks() -> str:
     """benchmarks/README.md's table: one row per script, with its latest figure."""
     rows = []
@@ -350,14 +378,14 @@ def benchmarks() -> str:
         if path.exists():
             rec = load(name)
             latest = figure(rec) if figure else "recorded"
-            prov = rec.get("provenance") or list(rec["runs"].values())[-1]["provenance"]
+            prov = rec.get("provenance") or rec["runs"].get(
+                "after", list(rec["runs"].values())[-1])["provenance"]
             note = " (transcribed)" if "transcribed" in prov else ""
             latest += f"; {prov['date']}{note}"
         else:
             latest = "no record yet"
-        own = script.startswith("gpu") or name in WRITES_ITS_RECORD
         rows.append([f"`{script}`", what, f"`{command} --record book/results/{name}.json`"
-                     if not own else f"`{command}`",
+                     if not script.startswith("gpu") else f"`{command}`",
                      f"`book/results/{name}.json`", latest])
     return _table(["script", "measures", "command", "record", "latest figure"], rows)
 
@@ -367,7 +395,8 @@ QUOTED = ["tiny_recipe", "small_recipe", "anchors", "book_model_before", "book_m
           "book_mixture", "book_build", "weight_forms", "train_throughput", "speed_held",
           "trainer_precision",
           "bf16_without_instructions", "attention_kernel", "compile_cpu", "optimizer_speed",
-          "dropout_speed", "decode_speed", "vocab_speed", "host_memory", "browser_speed",
+          "dropout_speed", "decode_speed", "vocab_speed", "host_memory", "prepare_wmt14_scale",
+          "browser_speed",
           "table3", "build_times"]
 
 

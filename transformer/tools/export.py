@@ -384,6 +384,9 @@ def compare_forms(model: Transformer, tokenizer: Tokenizer, forms=("int8", "fp16
     from ..data import load_corpus
     from ..decoding import translate
     from ..evaluate import score
+    if agreement_sentences < 1 or bleu_sentences < 0:
+        raise ValueError(f"agreement_sentences must be >= 1 and bleu_sentences >= 0 (0: all), "
+                         f"got {agreement_sentences} and {bleu_sentences}")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(folder or tmp)
         graphs, sizes = {}, {}
@@ -396,7 +399,7 @@ def compare_forms(model: Transformer, tokenizer: Tokenizer, forms=("int8", "fp16
         for corpus, split in splits:
             data = load_corpus(corpus, split, root=data_root)
             chosen = data.src[:agreement_sentences]
-            n_bleu = bleu_sentences or len(data.src)
+            n_bleu = min(bleu_sentences or len(data.src), len(data.src))
             greedy = {f: _greedy_ids(g, tokenizer, chosen) for f, g in graphs.items()}
             bleu = {f: score(translate(g, tokenizer, data.src[:n_bleu], beam_size=beam_size),
                              data.tgt[:n_bleu])["bleu"] for f, g in graphs.items()}

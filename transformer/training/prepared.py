@@ -210,7 +210,7 @@ def prepare_corpus(cfg, out: str | os.PathLike, sample: int = DEFAULT_SAMPLE,
     from .prepare import train_tokenizer          # its messages for a vocabulary too large
     if sample < 1:
         raise ValueError(f"--sample must be >= 1 pair, got {sample}")
-    if mixture_parts(cfg.corpus) is None and str(cfg.corpus) != "wmt14" and \
+    if mixture_parts(cfg.corpus, cfg.data_root) is None and str(cfg.corpus) != "wmt14" and \
             is_prepared(resolve_corpus(cfg.corpus, cfg.data_root)):
         raise ValueError(f"--corpus {cfg.corpus} is a prepared corpus already; prepare the "
                          f"corpus it was made from")
@@ -492,7 +492,7 @@ def prepared_folder(cfg, dist=None) -> Path | None:
                 time.sleep(2.0)
                 waited += 2.0
         return folder
-    if mixture_parts(cfg.corpus) is not None:
+    if mixture_parts(cfg.corpus, cfg.data_root) is not None:
         return None
     folder = Path(resolve_corpus(cfg.corpus, cfg.data_root))
     return folder if is_prepared(folder) else None
