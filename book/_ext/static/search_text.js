@@ -13,7 +13,9 @@ function patchSearchText() {
   Search.htmlToText = (htmlString, anchor) => {
     const doc = new DOMParser().parseFromString(htmlString, "text/html");
     doc.querySelectorAll(NOT_PROSE).forEach((el) => el.remove());
-    return sphinxText(doc.documentElement.outerHTML, anchor);
+    // a section whose only match is in code has no prose of its own: the page's then
+    const html = doc.documentElement.outerHTML;
+    return sphinxText(html, anchor) || sphinxText(html);
   };
 }
 document.addEventListener("DOMContentLoaded", patchSearchText);
