@@ -572,7 +572,10 @@ def test_ctrl_c_during_translate_keeps_the_finished_lines(toy_runs, tmp_path):
     with open(errors, "w") as stderr:
         proc = subprocess.Popen([sys.executable, "-m", "transformer", "translate",
                                  toy_runs["a"] / "average.pt", "--input", source, "--output",
-                                 target, "--threads", "1"], env=env, stderr=stderr)
+                                 target, "--threads", "1"], env=env, stderr=stderr,
+                                # Ctrl-C as in a terminal, also when the tests run as a
+                                # background job (which starts with SIGINT ignored)
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120                      # hang guards only
         while not (target.exists() and target.stat().st_size) and proc.poll() is None:
