@@ -43,6 +43,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "book"))
 sys.path.insert(0, str(REPO / "book" / "_ext"))
 
+from record import add_option  # noqa: E402  (benchmarks/record.py)
+
 PAGE = """<!doctype html><html><head><meta charset="utf-8">
 <link rel="stylesheet" href="../_static/translator.css">
 <script src="../_static/plotly.min.js"></script>{scripts}</head><body>
@@ -190,11 +192,9 @@ def main():
                         help="the export's weight form (default: the book's, PAGE_WEIGHTS)")
     parser.add_argument("--code-from", metavar="REV",
                         help="serve the page's code of this git revision (default: this tree)")
-    parser.add_argument("--label", default="after", help="the entry of the record to write")
-    parser.add_argument("--record", type=Path, metavar="PATH",
-                        help="write the run into this record under --label, beside its other "
-                             "labels (the committed one is book/results/browser_speed.json); "
-                             "without it, print only")
+    parser.add_argument("--label", default="after",
+                        help="the run's entry in --record, beside its other labels")
+    add_option(parser, "browser_speed")
     args = parser.parse_args()
     from browser_model import PAGE_WEIGHTS
     from transformer.tools.provenance import provenance, write_record
@@ -215,9 +215,10 @@ def main():
              "runtime_bytes": sum(f["bytes"] for f in files["ort"].values()),
              "browser": browser, "python": python}
     if args.record:
-        record = json.loads(args.record.read_text()) if args.record.is_file() else {}
+        path = Path(args.record)
+        record = json.loads(path.read_text()) if path.is_file() else {}
         runs = record.get("runs") if "provenance" not in record else None   # an older form
-        write_record(args.record, {"runs": {**(runs or {}), args.label: entry}})
+        write_record(path, {"runs": {**(runs or {}), args.label: entry}})
     print(json.dumps(entry, indent=1, ensure_ascii=False))
     print(f"\n{args.label} ({weights} weights, page code of {code}): the first visit downloaded "
           f"{browser['downloaded_bytes'] / 2**20:.2f} MiB and was ready after the click in "

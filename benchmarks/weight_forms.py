@@ -23,6 +23,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "book"))
 
+from record import add_option  # noqa: E402  (benchmarks/record.py)
+
 AGREEMENT, BLEU_CHANGE = 0.95, 0.3        # issue #35: what a smaller form must keep
 
 
@@ -40,9 +42,7 @@ def main():
     parser.add_argument("--bleu-sentences", type=int, default=0,
                         help="sentences of each split to score (0: all)")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--record", type=Path, metavar="PATH",
-                        help="write the result record here (the committed one is "
-                             "book/results/weight_forms.json); without it, print only")
+    add_option(parser, "weight_forms")
     args = parser.parse_args()
     import torch
     from transformer.tools.export import compare_forms
