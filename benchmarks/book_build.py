@@ -7,13 +7,16 @@ Runs ``make book`` with ``TRANSFORMER_CACHE`` pointed at a new empty folder (so 
 model is trained from scratch, as on a fresh machine; your own cache is left alone) and
 reads the trained run's ``metrics.jsonl`` for its training seconds and updates. Run it on a
 quiet machine: the time is the figure. The record names the CPU and whether it trained in
-bf16 or fp32.
+bf16 or fp32. ``--keep`` then moves the trained run into your own cache, so that the other
+benchmarks of the book's model (``book_model.py``, ``weight_forms.py``, ``browser_speed.py``)
+score the model this build trained instead of training it again.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,6 +35,9 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_option(p, "book_build")
     p.add_argument("--make", default="make", help="the make program")
+    p.add_argument("--keep", action="store_true",
+                   help="move the trained run into $TRANSFORMER_CACHE (default "
+                        "~/.cache/transformer/runs) afterwards")
     args = p.parse_args(argv)
     from transformer.tools.provenance import provenance, write_record
     measured = provenance()                     # the code as the build starts
@@ -48,6 +54,14 @@ def main(argv=None):
         summary = run_summary(runs[0])
         if "updates" not in summary:
             raise SystemExit(f"{runs[0]}: the trained run has no final metrics record")
+        if args.keep:
+            from transformer_book.runs import cache_root
+            kept = cache_root() / runs[0].name
+            if kept.exists():
+                raise SystemExit(f"--keep: {kept} exists; remove it or run without --keep")
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(runs[0]), kept)
+            print(f"the trained run is now {kept}")
     record = {
         "provenance": measured,
         "what": "make book from an empty run cache: every chapter executed on the CPU, the "

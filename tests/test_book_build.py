@@ -32,3 +32,17 @@ def test_the_record_holds_the_build_and_the_training_from_an_empty_cache(tmp_pat
     assert record["wall_s"] >= 0 and "cpu" in record["provenance"]
     assert (tmp_path / "args").read_text().split() == ["-C", str(ROOT), "book"]
     assert not (tmp_path / "mine").exists()            # the user's own cache is left alone
+
+
+def test_keep_moves_the_trained_run_into_the_users_cache(tmp_path):
+    make = tmp_path / "fake-make"
+    make.write_text(FAKE_MAKE)
+    make.chmod(0o755)
+    env = {**os.environ, "TMPDIR": str(tmp_path), "TRANSFORMER_CACHE": str(tmp_path / "mine")}
+    command = [sys.executable, str(ROOT / "benchmarks/book_build.py"), "--make", str(make),
+               "--keep"]
+    subprocess.run(command, check=True, env=env, capture_output=True, timeout=120)
+    assert (tmp_path / "mine/abc/average.pt").exists()
+    assert json.loads((tmp_path / "mine/abc/metrics.jsonl").read_text().splitlines()[-1])["final"]
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode and "--keep: " in again.stderr and "exists" in again.stderr
