@@ -135,6 +135,19 @@ def test_the_book_trains_the_book_and_quick_recipes():
     assert json.loads(json.dumps(dataclasses.asdict(RECIPES["book"])))   # plain values
 
 
+def test_the_book_recipe_is_the_run_its_records_chose():
+    """The mixture and the dropout the Results page says were chosen on the valid splits
+    are the recipe's (book/results/book_mixture.json, book_dropout.json)."""
+    results = REPO / "book" / "results"
+    mixture = json.loads((results / "book_mixture.json").read_text())
+    [chosen] = [r for r in json.loads((results / "book_dropout.json").read_text())["runs"]
+                if r.get("chosen")]
+    cfg = RECIPES["book"]
+    assert cfg.corpus == mixture["chosen"] == \
+        f"multi30k-en-de*{chosen['multi30k_repeats']}+tatoeba-en-de"
+    assert cfg.model_overrides["dropout"] == chosen["dropout"] and cfg.seed == chosen["seed"]
+
+
 def test_a_recipe_from_the_shell_trains_as_it_does_in_python(tmp_path):
     """Chapter 7's claim, checked here: `train --recipe NAME` is the run the book trains
     with `Trainer.from_config(recipe(NAME))` (the same logged losses, same seed)."""
