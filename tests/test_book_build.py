@@ -18,10 +18,15 @@ echo "$@" > "$TRANSFORMER_CACHE/../args"
 """
 
 
-def test_the_record_holds_the_build_and_the_training_from_an_empty_cache(tmp_path):
+def fake_make(tmp_path):
     make = tmp_path / "fake-make"
     make.write_text(FAKE_MAKE)
     make.chmod(0o755)
+    return make
+
+
+def test_the_record_holds_the_build_and_the_training_from_an_empty_cache(tmp_path):
+    make = fake_make(tmp_path)
     out = tmp_path / "record.json"
     env = {**os.environ, "TMPDIR": str(tmp_path), "TRANSFORMER_CACHE": str(tmp_path / "mine")}
     subprocess.run([sys.executable, str(ROOT / "benchmarks/book_build.py"), "--record", str(out),
@@ -35,9 +40,7 @@ def test_the_record_holds_the_build_and_the_training_from_an_empty_cache(tmp_pat
 
 
 def test_keep_moves_the_trained_run_into_the_users_cache(tmp_path):
-    make = tmp_path / "fake-make"
-    make.write_text(FAKE_MAKE)
-    make.chmod(0o755)
+    make = fake_make(tmp_path)
     env = {**os.environ, "TMPDIR": str(tmp_path), "TRANSFORMER_CACHE": str(tmp_path / "mine")}
     command = [sys.executable, str(ROOT / "benchmarks/book_build.py"), "--make", str(make),
                "--keep"]
