@@ -242,11 +242,18 @@ def test_the_search_page_has_one_field_and_snippets_of_prose(open_page, site_dir
     """book/_ext/search_page.py: on a desktop the search page shows one search field (not
     the header's and the sidebar's buttons beside its own), and each result's snippet is
     chapter text: not the page's "Contents" box, not a line of a code cell."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     opened = open_page("search.html?q=softmax")
     page = opened.page
-    page.wait_for_function("() => document.querySelectorAll('#search-results p.context').length"
-                           " && !document.querySelector('#search-progress:not(:empty)') "
-                           "|| /finished/.test(document.querySelector('#search-results').textContent)")
+    # Sphinx says "finished" once every result is listed; each snippet arrives later, when
+    # its page has been fetched: wait for both (a result left without one fails below)
+    try:
+        page.wait_for_function("""() => /finished/.test(
+            document.querySelector('#search-results').textContent) && Array.from(
+            document.querySelectorAll('#search-results li')).every(
+            (li) => li.querySelector('p.context'))""", timeout=30_000)
+    except PlaywrightTimeout:
+        pass
     fields = page.evaluate("""() => Array.from(document.querySelectorAll(
         'input[type=search], .search-button-field, button.search-button')).filter((e) => {
           const r = e.getBoundingClientRect();
