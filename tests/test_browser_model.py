@@ -281,7 +281,7 @@ FRAMES = """(ms) => new Promise((resolve) => {      // rAF gaps and long tasks f
       const done = ms ? performance.now() - start >= ms : document.querySelector('.lt-output .lt-text');
       if (!done) return requestAnimationFrame(frame);
       observer.disconnect();
-      resolve({frames, tasks});
+      resolve({frames, tasks, mapped: !!(window.liveTranslator && window.liveTranslator.maps)});
     };
     requestAnimationFrame(frame);
 })"""
@@ -297,7 +297,8 @@ def _gaps(measured) -> list[float]:
 def test_the_page_stays_responsive_while_the_worker_translates(loaded, sentences):
     """A 200-token input: from the click until both translations are shown, the page's
     requestAnimationFrame loop keeps running with no gap over 100 ms, and the box shows the
-    tokens so far and the partial translation meanwhile.
+    tokens so far and the partial translation meanwhile. (The attention map is then drawn
+    after the frame that paints the translations: one Plotly draw, not the translation.)
 
     The 100 ms bound holds where the machine can keep it: a control first runs the same
     loop beside a plain busy Worker (one busy thread, as the translating worker is). On a
@@ -338,6 +339,21 @@ def test_the_page_stays_responsive_while_the_worker_translates(loaded, sentences
     counts = [int(t.split(": ")[1].split()[0]) for t in progress]
     assert len(set(counts)) >= 5 and any(t.rsplit("so far: ", 1)[1] for t in progress), progress[:5]
     page.wait_for_function("() => window.liveTranslator.maps", timeout=120_000)
+
+
+def test_the_translations_are_painted_before_the_map_is_drawn(loaded):
+    """The attention map (one Plotly draw: the longest task a translation leaves to the
+    page's own thread, and longer the longer the sentence) waits until a frame has painted
+    both translations. A short sentence, whose map the worker sends right after its
+    translations, would otherwise be drawn before that frame."""
+    page = loaded.page
+    page.fill("input.lt-input", "A dog runs.")
+    page.evaluate("() => document.querySelector('.lt-output').replaceChildren()")
+    page.evaluate(f"() => {{ window.measuring_ = ({FRAMES})(0); }}")     # not awaited
+    page.click("button.lt-go")
+    page.wait_for_function("() => window.liveTranslator.maps", timeout=120_000)
+    measured = page.evaluate("() => window.measuring_")     # the first frame showing them
+    assert not measured["mapped"], "the map was drawn before the translations were painted"
 
 
 def test_a_new_request_cancels_the_old_one(loaded, sentences):

@@ -36,6 +36,8 @@
     return tokens.map((t, i) => `${i}:${t}`);
   }
 
+  const afterPaint = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve)));
+
   function mib(bytes) {
     return (bytes / 2 ** 20).toFixed(1) + " MiB";
   }
@@ -47,6 +49,7 @@
       this.modelBase = new URL(root.dataset.model, document.baseURI).href;
       this.ortBase = new URL(root.dataset.ort, document.baseURI).href;
       this.model = null;
+      this.runs = 0;                           // translations asked for (the last one is shown)
       root.textContent = "";
       this.intro = el("p", {class: "lt-intro"});
       this.button = el("button", {type: "button", class: "lt-load"}, "Download the model");
@@ -174,8 +177,13 @@
         if (m.result) return this.show(m.result, names);
         partial.textContent = `${names[m.search]}: ${m.tokens} tokens so far: ${m.text.slice(-80)}`;
       });
+      const mine = ++this.runs;
       try {
         const done = await request;
+        // both translations are on screen (show); the map, the one long task of a translation
+        // on this thread, is drawn after the frame that paints them
+        await afterPaint();
+        if (mine !== this.runs) return;                  // a newer request took over
         this.maps = done.maps;
         this.result = done.result;
         const c = this.model.cfg;
