@@ -5,8 +5,6 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 # The CPU wheel lies on disk on our machines; on a GPU box use e.g. TORCH="torch"
 TORCH  ?= torch==2.13.0
-# Offline corpora (Multi30k, Tatoeba); online users can point this elsewhere or download
-export TRANSFORMER_DATA ?= $(abspath ../shared/data)
 export PYTHONUNBUFFERED = 1
 
 .PHONY: setup test test-unit test-book test-colab book browser jemalloc demo clean train-small train-tiny clean-cache gpu-data gpu-wheels
@@ -96,14 +94,14 @@ train-tiny: setup
 clean-cache:
 	rm -rf $${TRANSFORMER_CACHE:-$$HOME/.cache/transformer/runs}
 
-# The GPU machine has no network, no ../shared and no .git: copy Multi30k and Tatoeba into
-# .gpu_data/ (git-ignored) with the commit they run at (run this right before the device
-# call), and carry the folder with the repository; then benchmarks/gpu_check.sh,
-# gpu_train.sh and gpu_table3.sh run there. gpu_train.sh combines the two corpora itself.
-gpu-data:
-	mkdir -p .gpu_data
-	cp -r $(TRANSFORMER_DATA)/multi30k-en-de $(TRANSFORMER_DATA)/tatoeba-en-de .gpu_data/
-	chmod -R u+w .gpu_data
+# A GPU machine without network: fetch Multi30k and Tatoeba into .gpu_data/ (git-ignored)
+# with the commit they run at (run this right before copying the checkout there, with
+# the folder); then benchmarks/gpu_check.sh, gpu_train.sh and gpu_table3.sh run there.
+# MIRROR=folder takes Multi30k from a local copy (checked by hash) instead of its host.
+gpu-data: setup
+	$(PY) -m transformer fetch multi30k-en-de --data-root .gpu_data \
+	  $(if $(MIRROR),--url $(abspath $(MIRROR))/multi30k-en-de)
+	$(PY) -m transformer fetch tatoeba-en-de --data-root .gpu_data
 	echo "$$(git rev-parse --short HEAD)$$(test -z "$$(git status --porcelain)" || echo +changes)" \
 	  > .gpu_data/COMMIT
 

@@ -3,13 +3,15 @@
 nbval starts one kernel per notebook and kernels inherit this process's environment:
 * torch in each kernel runs on one thread (small shared CPUs thrash with more; see the
   Makefile's BOOK_ENV);
-* the corpora come from $TRANSFORMER_DATA, else from ../shared/data beside the repository
-  when it exists (as in tests/conftest.py), so plain `pytest book` works offline too.
+* the corpora are fetched on first use into an empty data root, from local hosts that
+  stand in for the corpora's own (tests/corpus_host.py), as on a reader's machine.
 """
 import os
+import sys
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-_shared = Path(__file__).resolve().parents[2] / "shared" / "data"
-if "TRANSFORMER_DATA" not in os.environ and _shared.is_dir():
-    os.environ["TRANSFORMER_DATA"] = str(_shared)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from corpus_host import rehearse_a_fresh_machine  # noqa: E402
+
+rehearse_a_fresh_machine()

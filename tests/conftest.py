@@ -12,6 +12,9 @@ import pytest
 import torch
 
 import processes
+from corpus_host import OFFLINE, rehearse_a_fresh_machine
+
+rehearse_a_fresh_machine()      # an empty data root, corpora from local hosts (corpus_host.py)
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
@@ -37,14 +40,15 @@ def _end_its_processes():
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """The offline corpora: $TRANSFORMER_DATA, else ../shared/data beside the repo.
+    """The offline copy of the corpora (tests/corpus_host.py: ../shared/data beside the
+    repo, or $TRANSFORMER_TEST_CORPORA), for tests that read it directly.
 
     Missing corpora skip the tests that need them, except under CI (``CI`` set, as CI
     services and .ci/run do): there they fail, so a green run has run every test.
     """
-    root = Path(os.environ.get("TRANSFORMER_DATA", REPO.parent / "shared" / "data"))
+    root = OFFLINE
     if not (root / "multi30k-en-de").is_dir():
-        message = f"offline corpora not found at {root} (set TRANSFORMER_DATA)"
+        message = f"offline corpora not found at {root} (set TRANSFORMER_TEST_CORPORA)"
         if os.environ.get("CI"):
             pytest.fail(f"{message}; CI is set, so this fails instead of skipping")
         pytest.skip(message)
@@ -69,10 +73,7 @@ def site_dir() -> Path:
     if not jb.exists():
         pytest.skip("jupyter-book is not installed (make setup)")
     shutil.rmtree(QUICK_OUT, ignore_errors=True)    # Sphinx would skip unchanged chapters
-    env = {**os.environ, "BOOK_QUICK": "1", "OMP_NUM_THREADS": "1"}
-    shared = REPO.parent / "shared" / "data"               # offline corpora, as in conftest.py
-    if "TRANSFORMER_DATA" not in env and shared.is_dir():
-        env["TRANSFORMER_DATA"] = str(shared)
+    env = {**os.environ, "BOOK_QUICK": "1", "OMP_NUM_THREADS": "1"}   # corpora: as above
     cmd = [str(jb), "build", str(REPO), "--path-output", str(QUICK_OUT), "-W", "--keep-going"]
     run = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
     if run.returncode != 0:

@@ -14,11 +14,10 @@ from transformer.config import BOS_ID, EOS_ID, PAD_ID
 from transformer.data import load_corpus
 from transformer.tokenizer import Tokenizer
 
-REAL_DATA = Path(os.environ.get("TRANSFORMER_DATA",
-                                Path(__file__).resolve().parents[1] / ".." / "shared" / "data"))
+from corpus_host import OFFLINE as REAL_DATA  # noqa: E402  (the offline copy)
 needs_multi30k = pytest.mark.skipif(    # under CI (CI=true) a missing corpus fails instead
     not (REAL_DATA / "multi30k-en-de" / "train.src.gz").is_file() and not os.environ.get("CI"),
-    reason=f"Multi30k not found under {REAL_DATA} (set TRANSFORMER_DATA)")
+    reason=f"Multi30k not found under {REAL_DATA} (set TRANSFORMER_TEST_CORPORA)")
 
 
 def random_pairs(n=300, seed=0, low=1, high=40):

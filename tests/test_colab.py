@@ -19,9 +19,10 @@ The environment takes about 2 minutes to build (torch from its wheel): it is bui
 into .cache/colab-venv/, keyed by the Python and ``PREINSTALLED``, and each test runs in a
 hard-linked copy of it that is thrown away, so every run starts from the same untouched
 environment. ``make test`` rehearses chapter 1 (a learner's first run); ``make
-test-colab`` every chapter (``COLAB_CHAPTERS=all``; the chapters that read a corpus get
-``$TRANSFORMER_DATA``: the first-use download is tested against a local server in
-tests/test_data.py).
+test-colab`` every chapter (``COLAB_CHAPTERS=all``). As on Colab there is no
+``$TRANSFORMER_DATA`` and ``HOME`` is a new folder: a chapter that reads a corpus fetches
+it on first use, Multi30k from the local host that stands in for its repository
+(tests/corpus_host.py), Tatoeba from the installed package.
 """
 from __future__ import annotations
 
@@ -117,16 +118,14 @@ def clone(tmp_path_factory) -> Path:
     return bare
 
 
-def kernel_environment() -> dict:
-    """The kernel's environment: ours less what would let it see this checkout or our
-    allocator settings; a corpus folder only where a chapter needs one (see above)."""
+def kernel_environment(home: Path) -> dict:
+    """The kernel's environment: ours less what would let it see this checkout, a data
+    folder or our allocator settings, with ``HOME`` at ``home`` (see above)."""
     drop = ("PYTHONPATH", "VIRTUAL_ENV", "LD_PRELOAD", "MALLOC_CONF", "TRANSFORMER_CACHE",
-            "JUPYTER_PATH", "PYTHONSTARTUP")
+            "JUPYTER_PATH", "PYTHONSTARTUP", "TRANSFORMER_DATA")
     env = {k: v for k, v in os.environ.items() if k not in drop}
     env.setdefault("OMP_NUM_THREADS", "1")
-    shared = REPO.parent / "shared" / "data"
-    if "TRANSFORMER_DATA" not in env and shared.is_dir():
-        env["TRANSFORMER_DATA"] = str(shared)
+    env["HOME"] = str(home)
     return env
 
 
@@ -145,6 +144,8 @@ def test_a_chapter_runs_on_colab_after_its_own_install_cell(chapter, colab_envir
     python = colab_environment / "bin" / "python"
     check = nbformat.v4.new_code_cell(
         "import sys, transformer, transformer_book\n"
+        "from transformer.corpora import SHIPPED, verify\n"
+        "assert verify('tatoeba-en-de', SHIPPED / 'tatoeba-en-de') == []   # in the wheel\n"
         "print(sys.executable, transformer.__file__, transformer_book.__file__)")
     notebook.cells.append(check)
 
@@ -156,11 +157,12 @@ def test_a_chapter_runs_on_colab_after_its_own_install_cell(chapter, colab_envir
                  "--IPKernelApp.exec_lines=['import google.colab']"]}))
     content = tmp_path / "content"                     # Colab's working folder
     content.mkdir()
+    (tmp_path / "home").mkdir()
     manager = KernelManager(kernel_name="colab", kernel_spec_manager=KernelSpecManager(
         kernel_dirs=[str(tmp_path / "kernels")]))
     client = NotebookClient(notebook, km=manager, timeout=3600,    # a hang guard per cell
                             resources={"metadata": {"path": str(content)}})
-    client.execute(env=kernel_environment())
+    client.execute(env=kernel_environment(tmp_path / "home"))
 
     printed = "".join(o.get("text", "") for o in check.outputs)
     executable, package, helpers = printed.split()

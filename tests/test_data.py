@@ -7,14 +7,12 @@ from pathlib import Path
 import pytest
 
 from transformer import data
-from transformer.data import (ParallelCorpus, data_dir, load_corpus, load_wmt14,
-                              multi30k_files, read_parallel)
+from transformer.data import ParallelCorpus, load_corpus, load_wmt14, read_parallel
 
-REAL_DATA = Path(os.environ.get("TRANSFORMER_DATA",
-                                Path(__file__).resolve().parents[1] / ".." / "shared" / "data"))
+from corpus_host import OFFLINE as REAL_DATA  # noqa: E402  (the offline copy)
 needs_multi30k = pytest.mark.skipif(    # under CI (CI=true) a missing corpus fails instead
     not (REAL_DATA / "multi30k-en-de" / "train.src.gz").is_file() and not os.environ.get("CI"),
-    reason=f"Multi30k not found under {REAL_DATA} (set TRANSFORMER_DATA)")
+    reason=f"Multi30k not found under {REAL_DATA} (set TRANSFORMER_TEST_CORPORA)")
 
 
 def write(path, lines, gz=False, raw=None):
@@ -23,29 +21,7 @@ def write(path, lines, gz=False, raw=None):
     return path
 
 
-# ------------------------------------------------------------------ data_dir
-def test_data_dir_argument_then_env_then_checkout_then_home(tmp_path, monkeypatch):
-    monkeypatch.setenv("TRANSFORMER_DATA", str(tmp_path / "env"))
-    assert data_dir(tmp_path / "arg") == tmp_path / "arg"
-    assert data_dir() == tmp_path / "env"
-    monkeypatch.delenv("TRANSFORMER_DATA")
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setattr(data, "CHECKOUT_DATA", tmp_path / "shared" / "data")
-    assert data_dir() == tmp_path / "home" / ".cache" / "transformer" / "data"
-    (tmp_path / "shared" / "data").mkdir(parents=True)     # ../shared/data beside the checkout
-    assert data_dir() == tmp_path / "shared" / "data"
-
-
-def test_the_readme_commands_find_the_offline_corpora_without_transformer_data(monkeypatch):
-    """The README's `python -m transformer ...` block sets no TRANSFORMER_DATA."""
-    monkeypatch.delenv("TRANSFORMER_DATA", raising=False)
-    assert data.CHECKOUT_DATA == Path(data.__file__).resolve().parents[2] / "shared" / "data"
-    if not data.CHECKOUT_DATA.is_dir():
-        pytest.skip("no ../shared/data beside this checkout")
-    assert data_dir() == data.CHECKOUT_DATA
-    assert len(load_corpus("multi30k-en-de", "valid")) > 0
-
-
+# ------------------------------------------------------------------ corpus folders
 def test_corpus_folder_resolves_every_spelling(tmp_path, monkeypatch):
     (tmp_path / "c").mkdir()
     monkeypatch.chdir(tmp_path)
@@ -154,7 +130,7 @@ def test_load_corpus_missing_split_names_paths(toy_root):
     message = str(err.value)
     assert str(toy_root / "toy-en-de" / "test.src.gz") in message
     assert str(toy_root / "toy-en-de" / "test.tgt") in message
-    assert "download_multi30k" not in message
+    assert "fetch" not in message                 # not a corpus the project fetches
 
 
 def test_concatenated_corpora_hold_each_part_in_turn_and_no_test_split(toy_root, tmp_path):
@@ -211,138 +187,7 @@ def test_a_mixture_repeats_train_parts_joins_valid_once_and_has_no_test(toy_root
     assert load_corpus(str(joined), "train").src == ["a house", "a tree", "a dog"]
 
 
-def test_missing_multi30k_says_how_to_download(tmp_path):
-    with pytest.raises(FileNotFoundError) as err:
-        load_corpus("multi30k-en-de", "train", root=tmp_path)
-    message = str(err.value)
-    assert str(tmp_path / "multi30k-en-de" / "train.src.gz") in message
-    assert "download_multi30k()" in message and "TRANSFORMER_DATA" in message
-
-
-# ------------------------------------------------------------------ download / WMT
-def test_multi30k_urls_map_to_our_layout():
-    files = multi30k_files()
-    base = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/"
-    assert files == {
-        base + "train.en.gz": "train.src.gz", base + "train.de.gz": "train.tgt.gz",
-        base + "val.en.gz": "valid.src.gz", base + "val.de.gz": "valid.tgt.gz",
-        base + "test_2016_flickr.en.gz": "test.src.gz",
-        base + "test_2016_flickr.de.gz": "test.tgt.gz",
-    }
-
-
-def test_the_checksums_cover_every_file_the_download_writes():
-    assert set(data.MULTI30K_SHA256) == set(multi30k_files().values())
-    assert all(len(h) == 64 and int(h, 16) >= 0 for h in data.MULTI30K_SHA256.values())
-
-
-class Mirror:
-    """A local HTTP server (127.0.0.1) standing in for the Multi30k repository: it serves
-    small gzip corpora under the upstream names; ``sha256`` is their table, ``requests``
-    the paths asked for, and ``broken`` maps a served name to a status to answer with."""
-
-    def __init__(self, folder: Path):
-        import hashlib
-        import http.server
-        import threading
-        root, folder = folder, folder / "data" / "task1" / "raw"     # the upstream layout
-        self.folder, self.requests, self.broken, self.sha256 = folder, [], {}, {}
-        folder.mkdir(parents=True)
-        for split, stem in data.MULTI30K_SPLITS.items():
-            for side, lang in (("src", "en"), ("tgt", "de")):
-                lines = [f"{split} {lang} sentence {i} ." for i in range(5)]
-                write(folder / f"{stem}.{lang}.gz", lines, gz=True)
-                self.sha256[f"{split}.{side}.gz"] = hashlib.sha256(
-                    (folder / f"{stem}.{lang}.gz").read_bytes()).hexdigest()
-        mirror = self
-
-        class Handler(http.server.SimpleHTTPRequestHandler):
-            def __init__(self, *args, **kwargs):
-                super().__init__(*args, directory=str(root), **kwargs)
-
-            def do_GET(self):
-                mirror.requests.append(self.path)
-                name = self.path.rsplit("/", 1)[-1]
-                if name in mirror.broken:
-                    self.send_error(mirror.broken[name])
-                else:
-                    super().do_GET()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_port}/data/task1/raw"
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def mirror(tmp_path, monkeypatch):
-    served = Mirror(tmp_path / "served")
-    # these stand-ins are not Multi30k's files: the table the download checks is theirs
-    monkeypatch.setattr(data, "MULTI30K_SHA256", served.sha256)
-    monkeypatch.setenv("TRANSFORMER_MULTI30K_URL", served.url)
-    yield served
-    served.close()
-
-
-def test_download_from_a_mirror_checks_and_keeps_the_bytes_and_skips_present_files(
-        tmp_path, mirror):
-    folder = tmp_path / "data" / "multi30k-en-de"
-    folder.mkdir(parents=True)
-    write(folder / "train.src.gz", ["already here"], gz=True)
-    assert data.download_multi30k(tmp_path / "data") == folder      # the URL from the env
-    assert sorted(mirror.requests) == sorted(
-        f"/data/task1/raw/{stem}.{lang}.gz" for stem in data.MULTI30K_SPLITS.values()
-        for lang in ("en", "de") if (stem, lang) != ("train", "en"))
-    assert sorted(p.name for p in folder.iterdir()) == sorted(multi30k_files().values())
-    assert (folder / "test.tgt.gz").read_bytes() == \
-        (mirror.folder / "test_2016_flickr.de.gz").read_bytes()
-    valid = load_corpus("multi30k-en-de", "valid", root=tmp_path / "data")
-    assert valid.src[0] == "valid en sentence 0 ." and valid.tgt[4] == "valid de sentence 4 ."
-    assert gzip.decompress((folder / "train.src.gz").read_bytes()) == b"already here\n"
-
-
-def test_a_damaged_download_is_refused_in_one_line_and_not_kept(tmp_path, mirror):
-    served = mirror.folder / "val.de.gz"
-    body = bytearray(served.read_bytes())
-    body[-5] ^= 0xFF                                  # one flipped byte in the gzip trailer
-    served.write_bytes(bytes(body))
-    with pytest.raises(ValueError) as err:
-        data.download_multi30k(tmp_path)
-    message = str(err.value)
-    assert message == (f"{mirror.url}/val.de.gz is not Multi30k's valid.tgt.gz: its SHA-256 "
-                       f"is {data.hashlib.sha256(body).hexdigest()}, not "
-                       f"{mirror.sha256['valid.tgt.gz']} (a damaged or different file; "
-                       "not kept)")
-    left = sorted(p.name for p in (tmp_path / "multi30k-en-de").iterdir())
-    assert left == ["train.src.gz", "train.tgt.gz", "valid.src.gz"]   # no partial file
-
-
-def test_a_page_instead_of_a_file_is_refused(tmp_path, mirror):
-    (mirror.folder / "train.en.gz").write_bytes(b"<html>rate limited</html>")
-    with pytest.raises(ValueError, match=r"/train\.en\.gz did not return a gzip file$"):
-        data.download_multi30k(tmp_path)
-    assert list((tmp_path / "multi30k-en-de").iterdir()) == []
-
-
-def test_a_failed_download_says_which_file_and_why_in_one_line(tmp_path, mirror):
-    mirror.broken["train.de.gz"] = 503
-    with pytest.raises(ConnectionError) as err:
-        data.download_multi30k(tmp_path)
-    assert str(err.value) == (f"could not download {mirror.url}/train.de.gz: HTTP 503 "
-                              "Service Unavailable")
-    assert [p.name for p in (tmp_path / "multi30k-en-de").iterdir()] == ["train.src.gz"]
-    mirror.close()                                    # nothing listening any more
-    with pytest.raises(ConnectionError, match=r"^could not download http://127\.0\.0\.1:\d+/"
-                                              r"data/task1/raw/train\.de\.gz: .*refused"):
-        data.download_multi30k(tmp_path, timeout=600)
-
-
+# ------------------------------------------------------------------ WMT
 def test_load_wmt14_without_datasets_says_pip_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "datasets", None)   # makes `import datasets` fail
     with pytest.raises(ImportError, match="pip install datasets"):

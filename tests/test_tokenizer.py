@@ -10,11 +10,10 @@ from transformer.config import BOS_ID, EOS_ID, PAD_ID, UNK_ID, ModelConfig
 from transformer.data import load_corpus
 from transformer.tokenizer import Tokenizer
 
-REAL_DATA = Path(os.environ.get("TRANSFORMER_DATA",
-                                Path(__file__).resolve().parents[1] / ".." / "shared" / "data"))
+from corpus_host import OFFLINE as REAL_DATA  # noqa: E402  (the offline copy)
 needs_multi30k = pytest.mark.skipif(    # under CI (CI=true) a missing corpus fails instead
     not (REAL_DATA / "multi30k-en-de" / "train.src.gz").is_file() and not os.environ.get("CI"),
-    reason=f"Multi30k not found under {REAL_DATA} (set TRANSFORMER_DATA)")
+    reason=f"Multi30k not found under {REAL_DATA} (set TRANSFORMER_TEST_CORPORA)")
 
 WORDS = ("the a dog cat man woman runs sits on in under green red house tree "
          "der die das Hund Katze Mann Frau läuft sitzt auf im unter grünen roten Haus Baum").split()

@@ -12,55 +12,32 @@ without), its valid split each part's valid split once, and it has no test split
 corpus is scored on its own). :func:`concatenate_corpora` writes such a combination into
 one folder instead (for a machine that reads folders only).
 
-``data_dir()`` is the ``TRANSFORMER_DATA`` environment variable, else ``../shared/data``
-beside this repository's checkout when that folder exists (the offline machines' layout),
-else ``~/.cache/transformer/data``. Every reader fails loudly: a line-count mismatch, an
+``data_dir()`` is ``--data-root`` (the ``root`` arguments), else the ``TRANSFORMER_DATA``
+environment variable, else ``~/.cache/transformer/data``. A corpus the project knows
+(:mod:`transformer.corpora`: Multi30k, Tatoeba) is fetched into it on first use. Every
+reader fails loudly: a line-count mismatch, an
 undecodable byte or a missing file raises with the file, the line and the counts, never
 a silently misaligned corpus.
 """
 from __future__ import annotations
 
 import gzip
-import hashlib
-import http.client
 import logging
 import os
 import tempfile
-import urllib.error
-import urllib.request
 import warnings
 from dataclasses import dataclass
 from itertools import zip_longest
 from pathlib import Path
 from typing import Iterator
 
+from .corpora import CORPORA, data_dir, ensure
+
 log = logging.getLogger(__name__)
 
 DIRECTIONS = ("en-de", "de-en")
 SPLITS = ("train", "valid", "test")
 _SPLIT_ALIASES = {"val": "valid", "validation": "valid", "dev": "valid"}
-
-MULTI30K = "multi30k-en-de"
-MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
-# our split name -> the file stem used by the multi30k/dataset repository
-MULTI30K_SPLITS = {"train": "train", "valid": "val", "test": "test_2016_flickr"}
-# SHA-256 of each file as the repository serves it (the download keeps the bytes as they
-# come): the git blobs of data/task1/raw/ at multi30k/dataset a3d2e0d26b56 (those files
-# last changed on 2018-01-17).
-MULTI30K_SHA256 = {
-    "train.src.gz": "d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f",
-    "train.tgt.gz": "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6",
-    "valid.src.gz": "14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28",
-    "valid.tgt.gz": "f0cba2f995189cf5770f29a8a9a537a3ad3f51657ad873405082ff6863a5e75a",
-    "test.src.gz": "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9",
-    "test.tgt.gz": "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
-}
-_DOWNLOAD_HINT = ("Multi30k is not in the data directory. Download it with\n"
-                  "    python -c 'from transformer.data import download_multi30k; "
-                  "download_multi30k()'\n"
-                  "or point the TRANSFORMER_DATA environment variable at a folder that "
-                  f"holds {MULTI30K}/.")
-
 
 @dataclass
 class ParallelCorpus:
@@ -79,22 +56,6 @@ class ParallelCorpus:
     def swapped(self) -> "ParallelCorpus":
         """The same pairs with source and target exchanged (en-de <-> de-en)."""
         return ParallelCorpus(self.tgt, self.src, self.dropped_empty, self.name)
-
-
-# ../shared/data beside the checkout (this file is <checkout>/transformer/data.py)
-CHECKOUT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
-def data_dir(path: str | os.PathLike | None = None) -> Path:
-    """The data root: ``path``, else ``$TRANSFORMER_DATA``, else ``../shared/data`` beside
-    the repository checkout when it exists, else ``~/.cache/transformer/data``."""
-    if path is not None:
-        return Path(path).expanduser()
-    if os.environ.get("TRANSFORMER_DATA"):
-        return Path(os.environ["TRANSFORMER_DATA"]).expanduser()
-    if CHECKOUT_DATA.is_dir():
-        return CHECKOUT_DATA
-    return Path.home() / ".cache" / "transformer" / "data"
 
 
 def is_corpus_path(name: str | os.PathLike) -> bool:
@@ -129,9 +90,14 @@ def part_names(name: str | os.PathLike, root: str | os.PathLike | None = None) -
 
 
 def corpus_folders(name: str | os.PathLike, root: str | os.PathLike | None = None) -> list[Path]:
-    """The folders a corpus name reads: one, or each part of a mixture (absolute)."""
+    """The folders a corpus name reads: one, or each part of a mixture (absolute); a corpus
+    the project knows is fetched first when it is not there yet."""
     parts = mixture_parts(name, root)
-    return [corpus_folder(part, root) for part, _ in parts] if parts else [corpus_folder(name, root)]
+    names = [part for part, _ in parts] if parts else [name]
+    for part in names:
+        if not is_corpus_path(part):
+            ensure(str(part), root)
+    return [corpus_folder(part, root) for part in names]
 
 
 def resolve_corpus(name: str | os.PathLike, root: str | os.PathLike | None = None) -> str:
@@ -243,8 +209,11 @@ def load_corpus(name: str | os.PathLike, split: str, direction: str = "en-de",
 def split_files(name: str | os.PathLike, split: str,
                 root: str | os.PathLike | None = None) -> tuple[Path, Path, Path]:
     """The folder of corpus ``name`` (not a mixture) and the files of its ``split``:
-    ``(folder, source file, target file)``; FileNotFoundError lists the names tried."""
+    ``(folder, source file, target file)``; a corpus the project knows is fetched first
+    when it is not there yet; FileNotFoundError lists the names tried."""
     folder = Path(name).expanduser() if is_corpus_path(name) else data_dir(root) / name
+    if not is_corpus_path(name):
+        ensure(str(name), root)
     src, src_tried = _find(folder, f"{split}.src")
     tgt, tgt_tried = _find(folder, f"{split}.tgt")
     if src is None or tgt is None:
@@ -252,8 +221,9 @@ def split_files(name: str | os.PathLike, split: str,
                  (tgt_tried if tgt is None else [])]
         message = f"split {split!r} of corpus {str(name)!r} not found; looked for " + \
                   ", ".join(tried)
-        if folder.name == MULTI30K:
-            message += "\n" + _DOWNLOAD_HINT
+        if not is_corpus_path(name) and str(name) in CORPORA:
+            message += (f"; `python -m transformer fetch {name}` checks the folder "
+                        f"(move it away to fetch {name} again)")
         raise FileNotFoundError(message)
     return folder, src, tgt
 
@@ -309,67 +279,6 @@ def concatenate_corpora(names, folder: str | os.PathLike, splits=("train", "vali
             os.chmod(tmp, 0o644)
             os.replace(tmp, folder / f"{split}.{side}.gz")
     (folder / "_about.txt").write_text("\n".join(about) + "\n", encoding="utf-8")
-    return folder
-
-
-# --------------------------------------------------------------------------- download
-def multi30k_files(url: str = MULTI30K_URL) -> dict[str, str]:
-    """URL of each official Multi30k task-1 raw file (under ``url``) -> its name in our
-    layout."""
-    files = {}
-    for split, stem in MULTI30K_SPLITS.items():
-        files[f"{url}/{stem}.en.gz"] = f"{split}.src.gz"
-        files[f"{url}/{stem}.de.gz"] = f"{split}.tgt.gz"
-    return files
-
-
-def download_multi30k(root: str | os.PathLike | None = None, timeout: float = 60.0,
-                      url: str | None = None) -> Path:
-    """Download Multi30k (Elliott et al., 2016) into ``data_dir(root)/multi30k-en-de/``.
-
-    The files come from ``url``, else ``$TRANSFORMER_MULTI30K_URL`` (a mirror holding the
-    repository's ``{train,val,test_2016_flickr}.{en,de}.gz``), else :data:`MULTI30K_URL`.
-    Each file is checked against its SHA-256 (:data:`MULTI30K_SHA256`), written to a
-    temporary name and renamed when complete and correct, so a failed or damaged download
-    never leaves a corpus behind; files already present are skipped. A failure raises
-    with one line: ``ConnectionError`` when a file cannot be fetched, ``ValueError`` when
-    what came is not the file. Returns the folder.
-    """
-    url = (url or os.environ.get("TRANSFORMER_MULTI30K_URL") or MULTI30K_URL).rstrip("/")
-    folder = data_dir(root) / MULTI30K
-    folder.mkdir(parents=True, exist_ok=True)
-    for file_url, filename in multi30k_files(url).items():
-        target = folder / filename
-        if target.exists():
-            continue
-        log.info("downloading %s -> %s", file_url, target)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{filename}.", suffix=".part")
-        digest = hashlib.sha256()
-        try:
-            with os.fdopen(fd, "wb") as out:
-                try:
-                    with urllib.request.urlopen(file_url, timeout=timeout) as r:
-                        while chunk := r.read(1 << 20):
-                            digest.update(chunk)
-                            out.write(chunk)
-                except urllib.error.HTTPError as e:
-                    raise ConnectionError(f"could not download {file_url}: HTTP {e.code} "
-                                          f"{e.reason}") from None
-                except (urllib.error.URLError, http.client.HTTPException, TimeoutError,
-                        ConnectionError) as e:
-                    raise ConnectionError(f"could not download {file_url}: "
-                                          f"{getattr(e, 'reason', None) or e}") from None
-            with open(tmp, "rb") as f:
-                if f.read(2) != b"\x1f\x8b":
-                    raise ValueError(f"{file_url} did not return a gzip file")
-            if digest.hexdigest() != MULTI30K_SHA256[filename]:
-                raise ValueError(f"{file_url} is not Multi30k's {filename}: its SHA-256 is "
-                                 f"{digest.hexdigest()}, not {MULTI30K_SHA256[filename]} "
-                                 "(a damaged or different file; not kept)")
-            os.replace(tmp, target)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
     return folder
 
 

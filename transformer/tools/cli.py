@@ -1,5 +1,5 @@
-"""Command line: ``python -m transformer train | prepare | translate | evaluate | average |
-export | ablate | demo``.
+"""Command line: ``python -m transformer fetch | train | prepare | translate | evaluate |
+average | export | ablate | demo``.
 
 The options of ``train`` are generated from the fields of
 :class:`~transformer.training.config.TrainConfig` (name, type, default, help, choices and
@@ -24,6 +24,7 @@ DESCRIPTION = """\
 Train, run and score the Transformer of "Attention Is All You Need" (English-German).
 
 examples:
+  python -m transformer fetch multi30k-en-de tatoeba-en-de     # once (first use does it too)
   python -m transformer train --recipe tiny --out runs/tiny      # the 30-minute CPU recipe
   python -m transformer train --recipe small --out runs/small --warmup 800
   echo "A man is riding a bike." | python -m transformer translate runs/small/average.pt
@@ -284,9 +285,7 @@ def _add_prepare(sub):
                         "(all of them when the corpus has no more)")
     p.add_argument("--workers", type=_bounded(int, 0), default=0,
                    help="processes that encode (0: one per CPU, at most 8)")
-    p.add_argument("--data-root", default=None,
-                   help="the data dir (default: $TRANSFORMER_DATA, else ../shared/data beside "
-                        "this checkout, else ~/.cache/transformer/data)")
+    _add_common(p, "data_root")
 
 
 def cmd_prepare(args):
@@ -448,6 +447,14 @@ def cmd_ablate(args):
           + (f"; not yet run: {', '.join(missing)}" if missing else ""))
 
 
+def cmd_fetch(args):
+    """Fetch each corpus named (transformer.corpora), or check the folder it is in."""
+    from ..corpora import fetch
+    for name in args.corpora:
+        folder = fetch(name, args.data_root, url=args.url, progress=args.progress)
+        print(f"{name}: {folder}")
+
+
 def cmd_demo(args):
     """A few training steps of a tiny model on real data: shapes and falling losses."""
     import tempfile
@@ -474,6 +481,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m transformer", description=DESCRIPTION,
                                      formatter_class=_DescribedHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    from ..corpora import CORPORA
+    p = sub.add_parser("fetch", help="put corpora into the data dir (first use does it too)",
+                       formatter_class=HelpFormatter,
+                       description="Fetch each corpus into the data dir, checking every "
+                                   "file's SHA-256; a folder already there is checked, "
+                                   "never replaced.")
+    p.add_argument("corpora", nargs="+", choices=sorted(CORPORA), metavar="CORPUS",
+                   help=f"one or more of: {', '.join(sorted(CORPORA))}")
+    _add_common(p, "data_root")
+    p.add_argument("--url", help="a mirror of a downloaded corpus (default: its source, or "
+                                 "$TRANSFORMER_MULTI30K_URL for Multi30k)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="a progress bar on stderr (default: when stderr is a terminal)")
     _add_train(sub)
     _add_prepare(sub)
     p = sub.add_parser("translate", help="translate stdin or a file, one sentence per line",
@@ -586,7 +606,7 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     from ..checkpoint import CheckpointError
     from ..training.config import TrainingError
-    command = {"train": cmd_train, "prepare": cmd_prepare, "translate": cmd_translate,
+    command = {"fetch": cmd_fetch, "train": cmd_train, "prepare": cmd_prepare, "translate": cmd_translate,
                "evaluate": cmd_evaluate,
                "average": cmd_average, "export": cmd_export, "ablate": cmd_ablate,
                "demo": cmd_demo}[args.command]

@@ -70,8 +70,8 @@ class TrainConfig:
                              help="translation direction (the files hold English as source)")
     data_root: str | None = setting(
         None, run=False, result=False,
-        help="the data dir holding the corpus folders (default: $TRANSFORMER_DATA, else "
-             "../shared/data beside this checkout, else ~/.cache/transformer/data)")
+        help="the data dir holding the corpus folders, where a corpus the project knows is "
+             "fetched on first use (default: $TRANSFORMER_DATA, else ~/.cache/transformer/data)")
     preset: str = setting("small", run=True, choices=tuple(sorted(PRESETS)),
                           help="model size: tiny (the 30-minute CPU recipe), small (CPU), "
                                "base or big (Table 3)")

@@ -1,0 +1,200 @@
+"""transformer.corpora: every corpus fetched by the project, checked by hash, all or
+nothing; the data root's one rule; a reader's fresh clone fetching what the book needs."""
+import gzip
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from corpus_host import CorpusHost, multi30k_host, offline_files
+from transformer import corpora, data
+from transformer.corpora import CORPORA, data_dir, fetch, normalised_text, verify
+from transformer.data import load_corpus
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def host(shared_data):
+    served = multi30k_host()
+    yield served
+    served.close()
+
+
+def listing(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+
+
+# ------------------------------------------------------------------ the data root
+def test_the_data_root_is_the_argument_then_the_environment_then_the_home_cache(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_DATA", str(tmp_path / "env"))
+    assert data_dir(tmp_path / "arg") == tmp_path / "arg"
+    assert data.data_dir is data_dir                     # one rule, one home
+    assert data_dir() == tmp_path / "env"
+    monkeypatch.delenv("TRANSFORMER_DATA")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "shared" / "data").mkdir(parents=True)    # a folder beside means nothing
+    monkeypatch.chdir(tmp_path)
+    assert data_dir() == tmp_path / "home" / ".cache" / "transformer" / "data"
+
+
+def test_no_path_of_our_machines_is_in_the_package():
+    package = REPO / "transformer"
+    for path in package.rglob("*"):
+        if path.is_file() and path.suffix in (".py", ".txt", ".md", ".json", ".cfg", ""):
+            text = path.read_text(errors="replace")
+            for needle in ("shared/data", "../shared", "shared\" / \"data"):
+                assert needle not in text, f"{path.relative_to(REPO)} names {needle}"
+
+
+# ------------------------------------------------------------------ what is pinned
+def test_each_corpus_is_pinned_file_by_file_with_its_source_and_licence():
+    for c in CORPORA.values():
+        assert set(c.sha256) == set(corpora.FILES), c.name
+        assert all(len(h) == 64 and int(h, 16) >= 0 for h in c.sha256.values())
+        assert c.licence and c.attribution and c.title
+        assert c.url is None or set(c.upstream) == set(c.sha256)
+    assert CORPORA["tatoeba-en-de"].url is None          # shipped with the package
+    assert not verify("tatoeba-en-de", corpora.SHIPPED / "tatoeba-en-de")
+
+
+def test_the_pinned_text_is_the_offline_copy_the_records_were_measured_on(shared_data):
+    for name in CORPORA:
+        assert verify(name, shared_data / name) == [], name
+    shipped = corpora.SHIPPED / "tatoeba-en-de"
+    for filename in corpora.FILES:                       # byte for byte, not only the text
+        assert (shipped / filename).read_bytes() == \
+            (shared_data / "tatoeba-en-de" / filename).read_bytes()
+
+
+def test_whitespace_is_normalised_as_the_records_read_it():
+    raw = gzip.compress("\ufeffA  man\u00a0in a  hat. \r\nZwei\tHunde.\n\n".encode())
+    assert normalised_text(raw, "x") == b"A man in a hat.\nZwei Hunde.\n\n"
+
+
+# ------------------------------------------------------------------ fetching
+def test_fetch_puts_every_corpus_into_the_data_root_checked_by_hash(tmp_path, host, shared_data):
+    root = tmp_path / "data"
+    multi30k = fetch("multi30k-en-de", root, url=host.url("multi30k-en-de"))
+    tatoeba = fetch("tatoeba-en-de", root)
+    assert multi30k == root / "multi30k-en-de" and tatoeba == root / "tatoeba-en-de"
+    assert verify("multi30k-en-de", multi30k) == verify("tatoeba-en-de", tatoeba) == []
+    upstream = sorted(f"/multi30k-en-de/{n}" for n in CORPORA["multi30k-en-de"].upstream.values())
+    assert sorted(host.requests) == upstream
+    assert "licence: non-commercial" in (multi30k / "_about.txt").read_text()
+    assert "CC BY 2.0 FR" in (tatoeba / "NOTICE").read_text()
+    assert listing(root) == ["multi30k-en-de", "tatoeba-en-de"]      # nothing else left
+    for split in ("train", "valid", "test"):
+        assert load_corpus("multi30k-en-de", split, root=root).src == \
+            load_corpus("multi30k-en-de", split, root=shared_data).src
+    fetch("multi30k-en-de", root, url=host.url("nowhere"))            # present: checked only
+    assert len(host.requests) == 6
+
+
+def test_a_damaged_download_fails_in_one_line_and_leaves_no_corpus(tmp_path, host):
+    body = bytearray(offline_files("multi30k-en-de")["valid.tgt.gz"].read_bytes())
+    body[len(body) // 2] ^= 0xFF
+    host.damaged["val.de.gz"] = bytes(body)
+    with pytest.raises(ValueError) as err:
+        fetch("multi30k-en-de", tmp_path, url=host.url("multi30k-en-de"))
+    message = str(err.value)
+    assert "\n" not in message and "val.de.gz" in message and "not kept" in message
+    assert listing(tmp_path) == []                        # no corpus, no partial folder
+
+
+def test_a_partial_download_fails_in_one_line_and_leaves_no_corpus(tmp_path, host):
+    host.cut["train.de.gz"] = 100_000                     # the connection drops mid-file
+    with pytest.raises(ConnectionError, match=r"^could not download .*/train\.de\.gz: "):
+        fetch("multi30k-en-de", tmp_path, url=host.url("multi30k-en-de"))
+    assert listing(tmp_path) == []
+
+
+def test_a_truncated_file_or_a_page_instead_of_a_file_is_refused(tmp_path, host):
+    whole = offline_files("multi30k-en-de")["test.src.gz"].read_bytes()
+    host.damaged["test_2016_flickr.en.gz"] = whole[: len(whole) // 2]
+    with pytest.raises(ValueError, match=r"test_2016_flickr\.en\.gz is not a complete gzip"):
+        fetch("multi30k-en-de", tmp_path, url=host.url("multi30k-en-de"))
+    host.damaged["test_2016_flickr.en.gz"] = b"<html>rate limited</html>"
+    with pytest.raises(ValueError, match=r"not a complete gzip file"):
+        fetch("multi30k-en-de", tmp_path, url=host.url("multi30k-en-de"))
+    assert listing(tmp_path) == []
+
+
+def test_an_unreachable_host_is_one_line(tmp_path, host):
+    host.broken["train.en.gz"] = 503
+    with pytest.raises(ConnectionError) as err:
+        fetch("multi30k-en-de", tmp_path, url=host.url("multi30k-en-de"))
+    assert str(err.value) == (f"could not download {host.url('multi30k-en-de')}/train.en.gz: "
+                              "HTTP 503 Service Unavailable")
+    host.close()
+    with pytest.raises(ConnectionError, match=r"refused"):
+        fetch("multi30k-en-de", tmp_path, url=host.url("multi30k-en-de"))
+    assert listing(tmp_path) == []
+
+
+def test_a_folder_that_is_not_the_corpus_is_refused_and_left_alone(tmp_path):
+    folder = tmp_path / "tatoeba-en-de"
+    shutil.copytree(corpora.SHIPPED / "tatoeba-en-de", folder)
+    (folder / "valid.tgt.gz").write_bytes(gzip.compress(b"my own sentences\n"))
+    with pytest.raises(ValueError, match=r"tatoeba-en-de exists but is not the project's "
+                                         r"tatoeba-en-de: valid\.tgt\.gz missing or different"):
+        fetch("tatoeba-en-de", tmp_path)
+    assert gzip.decompress((folder / "valid.tgt.gz").read_bytes()) == b"my own sentences\n"
+
+
+def test_first_use_fetches_a_missing_corpus_and_a_mixture_fetches_each_part(tmp_path, host,
+                                                                             monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_MULTI30K_URL", host.url("multi30k-en-de"))
+    valid = load_corpus("multi30k-en-de*2+tatoeba-en-de", "valid", root=tmp_path)
+    assert len(valid) == 1014 + 1674
+    assert listing(tmp_path) == ["multi30k-en-de", "tatoeba-en-de"]
+    assert data.corpus_folders("tatoeba-en-de", tmp_path) == [tmp_path / "tatoeba-en-de"]
+    with pytest.raises(ValueError, match="unknown corpus 'wmt15'"):
+        corpora.fetch("wmt15", tmp_path)
+
+
+def test_the_fetch_command_says_one_line_and_exits_2(tmp_path, host):
+    host.broken["val.en.gz"] = 404
+    env = {**os.environ, "TRANSFORMER_MULTI30K_URL": host.url("multi30k-en-de")}
+    done = subprocess.run([sys.executable, "-m", "transformer", "fetch", "multi30k-en-de",
+                           "tatoeba-en-de", "--data-root", str(tmp_path)],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"error: could not download {host.url('multi30k-en-de')}/val.en.gz: HTTP 404 Not Found"]
+    assert listing(tmp_path) == []
+
+
+# ------------------------------------------------------------------ a reader's fresh clone
+def test_a_fresh_clone_fetches_what_the_book_recipe_trains_on(tmp_path, host):
+    """No data folder beside the clone, HOME new and empty, no TRANSFORMER_DATA: training
+    on the book's mixture fetches both corpora (Multi30k from the local host) into
+    ~/.cache/transformer/data, each checked by hash."""
+    if not (REPO / ".git").exists():
+        pytest.skip("not a git checkout")
+    clone, home = tmp_path / "reader" / "transformer", tmp_path / "home"
+    home.mkdir()
+    subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TRANSFORMER_DATA", "PYTHONPATH", "TRANSFORMER_CACHE")}
+    env.update(HOME=str(home), TRANSFORMER_MULTI30K_URL=host.url("multi30k-en-de"),
+               OMP_NUM_THREADS="1")
+    from transformer.training.recipes import recipe
+    done = subprocess.run([sys.executable, "-m", "transformer", "train", "--recipe", "quick",
+                           "--corpus", recipe("book").corpus, "--max-updates", "1",
+                           "--no-progress", "--out", str(tmp_path / "run")],
+                          cwd=clone, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "transformer" not in {p.name for p in clone.parent.parent.iterdir()} - {"reader"}
+    root = home / ".cache" / "transformer" / "data"
+    assert listing(root) == ["multi30k-en-de", "tatoeba-en-de"]
+    assert verify("multi30k-en-de", root / "multi30k-en-de") == []
+    assert verify("tatoeba-en-de", root / "tatoeba-en-de") == []
+    imported = subprocess.run([sys.executable, "-c", "import transformer; print(transformer.__file__)"],
+                              cwd=clone, env=env, capture_output=True, text=True, check=True)
+    assert Path(imported.stdout.strip()).is_relative_to(clone)   # the clone's code ran
