@@ -424,8 +424,18 @@ def test_auto_precision_on_a_cpu_is_bf16_only_with_bf16_instructions(monkeypatch
         assert len(messages) == 1 and messages[0].startswith(
             "--precision bf16 on a CPU without AVX512-BF16 or AMX") and \
             "--precision auto picks fp32" in messages[0]
-    with pytest.raises(ValueError, match="fp16 with loss scaling needs a CUDA device"):
-        resolve_precision("fp16", cpu)
+    assert resolve_precision("fp16", cpu) == "fp16"             # asked for: loss scaling
+
+
+@pytest.mark.parametrize("capability,expected", [((7, 0), "fp16"), ((7, 5), "fp16"),
+                                                 ((8, 0), "bf16"), ((9, 0), "bf16")])
+def test_auto_precision_on_a_gpu_is_bf16_only_where_it_is_native(monkeypatch, capability,
+                                                                 expected):
+    # A stand-in device: a T4 (7.5) or a V100 (7.0) has no bf16 tensor cores, although
+    # torch.cuda.is_bf16_supported() says True there (it counts emulation)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: True)
+    assert resolve_precision("auto", torch.device("cuda", 0)) == expected
 
 
 def _tiny_run(corpus, out, **kw) -> TrainConfig:
@@ -434,6 +444,61 @@ def _tiny_run(corpus, out, **kw) -> TrainConfig:
                        progress=False, model_overrides=dict(d_model=32, d_ff=64, n_heads=2,
                                                             n_encoder_layers=1,
                                                             n_decoder_layers=1), **kw)
+
+
+# ------------------------------------------------------------ fp16 with loss scaling
+# The path a Colab T4 takes (auto picks fp16 there), run here on the CPU: torch's CPU
+# float16 autocast and torch.amp.GradScaler("cpu") behave as their CUDA forms do.
+@pytest.fixture
+def high_initial_scale(monkeypatch):
+    """Every GradScaler the trainer makes starts at 2**30: the first updates overflow
+    fp16, so the scale backs off in a run of a few updates (CUDA's default, 2**16, would
+    take a longer run to show it)."""
+    made = torch.amp.GradScaler
+    monkeypatch.setattr(torch.amp, "GradScaler",
+                        lambda device: made(device, init_scale=2.0 ** 30))
+
+
+def test_fp16_trains_with_loss_scaling_and_skips_an_overflowing_update(corpus, tmp_path,
+                                                                       one_thread,
+                                                                       high_initial_scale):
+    trainer = Trainer.from_config(_tiny_run(corpus, tmp_path / "run", precision="fp16",
+                                            max_updates=30, log_every=1, warmup=10))
+    assert trainer.precision == "fp16" and trainer.scaler is not None
+    before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+    batches = iter(trainer.train_iter)
+    trainer.train_update(*trainer.next_micro_batches(batches))    # at 2**30: overflows
+    assert trainer.step == 0 and trainer.scaler.get_scale() == 2.0 ** 29
+    assert all(torch.equal(before[k], v) for k, v in trainer.model.state_dict().items())
+    result = trainer.fit()
+    logged = trainer.records
+    skipped = [r for r in logged if r.get("skipped_overflow")]
+    losses = [r["loss"] for r in logged if "loss" in r]
+    assert result["step"] == 30 and [r["step"] for r in logged if "loss" in r] == \
+        list(range(1, 31))                                # a skipped update is not counted
+    assert skipped and all(r["loss_scale"] < 2.0 ** 29 for r in skipped)
+    assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5 - 0.5      # the loss falls
+    saved = torch.load(trainer.run.checkpoints()[-1], weights_only=True)
+    assert saved["precision"] == "fp16"
+    assert saved["scaler"]["scale"] == trainer.scaler.get_scale()
+
+
+def test_fp16_resumes_bit_for_bit_with_its_loss_scale(corpus, tmp_path, one_thread,
+                                                      high_initial_scale):
+    whole = Trainer.from_config(_tiny_run(corpus, tmp_path / "whole", precision="fp16",
+                                          max_updates=8, log_every=1))
+    whole.fit()
+    first = Trainer.from_config(_tiny_run(corpus, tmp_path / "split", precision="fp16",
+                                          max_updates=4, log_every=1))
+    first.fit()
+    resumed = Trainer.from_config(_tiny_run(corpus, tmp_path / "split", precision="fp16",
+                                            max_updates=8, log_every=1))
+    assert resumed.step == 4 and resumed.scaler.get_scale() == first.scaler.get_scale()
+    resumed.fit()
+    assert [r["loss"] for r in resumed.records if "loss" in r] == \
+        [r["loss"] for r in whole.records if "loss" in r and r["step"] > 4]
+    for key, value in whole.model.state_dict().items():
+        assert torch.equal(value, resumed.model.state_dict()[key]), key
 
 
 def test_the_trainer_runs_auto_in_what_the_cpu_does_fast_and_says_so(corpus, tmp_path,

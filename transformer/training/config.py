@@ -119,9 +119,9 @@ class TrainConfig:
                         help="seed of the initial weights, dropout and batch order")
     precision: str = setting(
         "auto", run=True, choices=PRECISIONS,
-        help="fp32; bf16 autocast; fp16 autocast with loss scaling (CUDA only); auto: on a "
-             "GPU bf16, or fp16 where it has no bf16; on a CPU bf16 where it has AVX512-BF16 "
-             "or AMX, else fp32")
+        help="fp32; bf16 autocast; fp16 autocast with loss scaling; auto: on a GPU bf16 "
+             "where it has native bf16 (compute capability 8.0 and up), else fp16 (a T4, a "
+             "V100); on a CPU bf16 where it has AVX512-BF16 or AMX, else fp32")
     compile: bool = setting(
         False, run=False, result=True,
         help="torch.compile each encoder and decoder layer, sizes dynamic: one compilation "

@@ -118,7 +118,8 @@ class Trainer:
         self.device = self.dist.device
         self.precision = resolve_precision(cfg.precision, self.device)
         self.criterion = FastLabelSmoothingLoss(cfg.label_smoothing, self.model_cfg.pad_id)
-        self.scaler = torch.amp.GradScaler("cuda") if self.precision == "fp16" else None
+        self.scaler = (torch.amp.GradScaler(self.device.type) if self.precision == "fp16"
+                       else None)
         self.accum = max(1, round(cfg.update_tokens / cfg.max_tokens / self.dist.world))
         self.step = 0                # completed updates
         self.train_seconds = 0.0     # wall-clock time spent training, across resumes
@@ -335,8 +336,12 @@ class Trainer:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         if self.scaler:
-            self.scaler.step(self.optimizer)
-            self.scaler.update()
+            scale = self.scaler.get_scale()
+            self.scaler.step(self.optimizer)        # skipped when a gradient is inf or nan,
+            self.scaler.update()                    # and then the scale backs off
+            if self.scaler.get_scale() < scale:
+                self.optimizer.zero_grad(set_to_none=True)
+                return mean_loss                    # not an update: the step count stays
         else:
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
@@ -387,9 +392,14 @@ class Trainer:
                 micro, n_tokens = self.next_micro_batches(batches)
                 if not micro:
                     break
+                before = self.step
                 loss = self.train_update(micro, n_tokens)
                 self.train_seconds = base_seconds + time.perf_counter() - start
                 window_tokens += n_tokens
+                if self.step == before:             # fp16: a gradient overflowed, skipped
+                    self.log({"step": self.step, "skipped_overflow": True,
+                              "loss_scale": self.scaler.get_scale()})
+                    continue
                 if self.step % cfg.log_every == 0:
                     now = time.perf_counter()
                     tps = window_tokens / (now - window_start)
@@ -397,6 +407,8 @@ class Trainer:
                     record = {"step": self.step, "loss": loss, "lr": self.lr(self.step),
                               "tokens_per_s": tps, "epoch": self.train_iter.epoch,
                               "elapsed_s": self.train_seconds}
+                    if self.scaler is not None:
+                        record["loss_scale"] = self.scaler.get_scale()
                     self.log(record)
                     if bar is not None:
                         bar.set_postfix(loss=f"{loss:.3f}", lr=f"{record['lr']:.2e}",

@@ -2,8 +2,10 @@
 in fp32 on GPUs; bf16 and fp16 are this project's speed-ups).
 
 :func:`resolve_precision` decides ``TrainConfig.precision="auto"`` for a device, reading
-the CPU's instructions (:func:`cpu_flags`, :func:`cpu_has_native_bf16`); :func:`autocast`
-is the forward pass's context in that precision.
+the CPU's instructions (:func:`cpu_flags`, :func:`cpu_has_native_bf16`) or the GPU's
+compute capability (:func:`cuda_has_native_bf16`); :func:`autocast` is the forward pass's
+context in that precision. fp16 trains with loss scaling (``torch.amp.GradScaler``, in
+the trainer), on a GPU or, for study and tests, on a CPU.
 """
 from __future__ import annotations
 
@@ -44,19 +46,25 @@ def cpu_has_native_bf16() -> bool:
     return True if flags is None else bool(set(BF16_INSTRUCTIONS) & flags)
 
 
+def cuda_has_native_bf16(device: torch.device) -> bool:
+    """Whether the GPU ``device`` multiplies bf16 on its tensor cores: compute capability
+    8.0 (Ampere) and up. A T4 (7.5) or a V100 (7.0) has none; there
+    ``torch.cuda.is_bf16_supported()`` still answers True, since by default it counts
+    emulation, which is slower than fp16."""
+    return torch.cuda.get_device_capability(device) >= (8, 0)
+
+
 _warned_slow_bf16 = False
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
-    """``precision`` with ``"auto"`` decided for ``device``: on a GPU bf16, or fp16 where
-    it has no bf16; on a CPU bf16 where it has bf16 instructions
-    (:func:`cpu_has_native_bf16`), else fp32. fp16 (with loss scaling) needs CUDA; an
-    explicit bf16 on a CPU without bf16 instructions runs, with a warning (once a process)."""
+    """``precision`` with ``"auto"`` decided for ``device``: on a GPU bf16 where it has
+    native bf16 (:func:`cuda_has_native_bf16`), else fp16 with loss scaling (Colab's T4);
+    on a CPU bf16 where it has bf16 instructions (:func:`cpu_has_native_bf16`), else fp32.
+    An explicit bf16 on a CPU without bf16 instructions runs, with a warning (once a
+    process); an explicit fp16 runs anywhere."""
     global _warned_slow_bf16
     if precision != "auto":
-        if precision == "fp16" and device.type != "cuda":
-            raise ValueError("fp16 with loss scaling needs a CUDA device; on a CPU use auto, "
-                             "fp32 or bf16")
         if precision == "bf16" and device.type == "cpu" and not _warned_slow_bf16 \
                 and not cpu_has_native_bf16():
             _warned_slow_bf16 = True
@@ -66,7 +74,7 @@ def resolve_precision(precision: str, device: torch.device) -> str:
                           RuntimeWarning)
         return precision
     if device.type == "cuda":
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+        return "bf16" if cuda_has_native_bf16(device) else "fp16"
     return "bf16" if cpu_has_native_bf16() else "fp32"
 
 
