@@ -287,13 +287,50 @@ def weight_forms() -> str:
                      + ["keeps the translations"], rows))
 
 
+# The first `make book` on each kind of machine a reader has: its record, or None while
+# no run has measured it.
+FIRST_BUILDS = [("a 2-core CPU with bf16 instructions (AVX512-BF16 or AMX)", "book_build"),
+                ("a 2-core CPU without them (AVX2 only)", "book_build_without_bf16"),
+                ("a GPU", None)]
+
+
 def book_build() -> str:
-    """``make book`` from an empty run cache."""
-    r = load("book_build")
-    return _table(["`make book` from an empty run cache", "of it: training the book's model",
-                   "updates", "precision"],
-                  [[f"{r['wall_s'] / 60:.1f} min", f"{r['train_s'] / 60:.1f} min",
-                    f"{r['updates']:,}", r["precision"]]])
+    """``make book`` from an empty run cache, on each kind of machine."""
+    rows = []
+    for kind, name in FIRST_BUILDS:
+        if name is None or not (RESULTS / f"{name}.json").exists():
+            rows.append([kind, "not yet measured", "", "", ""])
+            continue
+        r = load(name)
+        rows.append([kind, f"{r['wall_s'] / 60:.0f} min", f"{r['train_s'] / 60:.0f} min",
+                     f"{r['updates']:,}", r["precision"]])
+    return _table(["machine", "`make book` from an empty run cache",
+                   "of it: training the book's model", "updates", "precision"], rows)
+
+
+def first_build() -> str:
+    """One sentence: what the first build costs, from the records (README, chapter 7)."""
+    measured = [(kind, load(name)) for kind, name in FIRST_BUILDS
+                if name and (RESULTS / f"{name}.json").exists()]
+    unmeasured = [kind for kind, name in FIRST_BUILDS
+                  if not name or not (RESULTS / f"{name}.json").exists()]
+    said = "; ".join(f"about {r['wall_s'] / 60:.0f} minutes on {kind}, training in "
+                     f"{r['precision']}" for kind, r in measured)
+    return (f"The first `make book` trains the book's model once (later builds reuse it): "
+            f"{said}" + (f"; on {' or '.join(unmeasured)} not yet measured" if unmeasured else "")
+            + f" ([the Results page]({SITE}/book/appendix_results.html#building-the-book-and-running-the-tests) names the "
+            "machines).")
+
+
+def first_build_note():
+    """:func:`first_build` as Markdown for chapter 7, where it trains; a link where the
+    records are not installed (on Colab)."""
+    from IPython.display import Markdown
+    if not RESULTS.is_dir():
+        return Markdown(f"[The Results page]({SITE}/book/appendix_results.html"
+                        "#building-the-book-and-running-the-tests) has what training the "
+                        "book's model costs on each kind of machine.")
+    return Markdown(first_build())
 
 
 def prepare_scale() -> str:
@@ -422,16 +459,16 @@ def with_provenance(table: str, *names: str):
     return Markdown("\n".join(lines))
 
 
-def self_measured(table, name: str):
-    """``with_provenance(table(), name)`` for a record that measures the very build that
-    renders it (``book_build``): the build before the first measurement says so instead
-    of failing."""
+def self_measured(table, name: str, *others: str):
+    """``with_provenance(table(), name, *others)`` for a record that measures the very
+    build that renders it (``book_build``): the build before the first measurement says
+    so instead of failing."""
     from IPython.display import Markdown
     if not (RESULTS / f"{name}.json").exists():
         command = next(c for _, _, c, n, _ in BENCHMARKS if n == name)
         return Markdown(f"No measured build yet: `{command} --record book/results/{name}.json` "
                         f"writes it.")
-    return with_provenance(table(), name)
+    return with_provenance(table(), name, *others)
 
 
 def missing_records() -> list[str]:
@@ -442,7 +479,7 @@ def missing_records() -> list[str]:
 
 # ---- generated blocks in the Markdown files ----------------------------------------
 
-BLOCKS = {"README.md": {"headline": headline},
+BLOCKS = {"README.md": {"headline": headline, "first-build": first_build},
           "benchmarks/README.md": {"benchmarks": benchmarks}}
 
 
