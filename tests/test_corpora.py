@@ -198,3 +198,14 @@ def test_a_fresh_clone_fetches_what_the_book_recipe_trains_on(tmp_path, host):
     imported = subprocess.run([sys.executable, "-c", "import transformer; print(transformer.__file__)"],
                               cwd=clone, env=env, capture_output=True, text=True, check=True)
     assert Path(imported.stdout.strip()).is_relative_to(clone)   # the clone's code ran
+
+
+def test_a_killed_fetchs_hidden_folder_is_removed_by_a_later_fetch(tmp_path):
+    old, recent = tmp_path / ".tatoeba-en-de.fetching-old", tmp_path / ".tatoeba-en-de.fetching-new"
+    for folder in (old, recent):
+        folder.mkdir()
+        (folder / "train.src.gz").write_bytes(b"half a file")
+    two_hours_ago = os.path.getmtime(old) - 7200
+    os.utime(old, (two_hours_ago, two_hours_ago))
+    fetch("tatoeba-en-de", tmp_path)
+    assert listing(tmp_path) == [recent.name, "tatoeba-en-de"]   # another fetch may own it

@@ -23,8 +23,10 @@ The same pin holds for a mirror that compresses the files anew.
 **All or nothing.** The files are fetched into a hidden folder beside the corpus and
 renamed into place only when every one is complete and matches its hash; a failure
 raises with one line (``ConnectionError`` for a file that cannot be fetched,
-``ValueError`` for one that is not the file) and leaves no corpus behind. An existing
-folder is never overwritten.
+``ValueError`` for one that is not the file) and leaves no corpus behind (a fetch that
+was killed leaves its hidden folder, which a fetch an hour later removes). An existing
+folder is never overwritten; processes that fetch at once (ranks under ``torchrun``)
+each fetch, and the first rename wins.
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.request
 import zlib
@@ -220,6 +223,9 @@ def fetch(name: str, root: str | os.PathLike | None = None, url: str | None = No
         return folder
     source = c.source(url)
     root.mkdir(parents=True, exist_ok=True)
+    for stale in root.glob(f".{name}.fetching-*"):       # left by a killed fetch
+        if time.time() - stale.stat().st_mtime > 3600:
+            shutil.rmtree(stale, ignore_errors=True)
     staging = Path(tempfile.mkdtemp(dir=root, prefix=f".{name}.fetching-"))
     disable = (not sys.stderr.isatty()) if progress is None else not progress
     try:
