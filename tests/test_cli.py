@@ -349,31 +349,6 @@ def test_the_library_never_imports_the_book_helpers():
         assert "transformer_book" not in path.read_text(encoding="utf-8"), path
 
 
-def test_the_book_cache_key_hashes_every_module_and_the_result_settings(
-        toy_corpus, tmp_path, monkeypatch):
-    from transformer_book import runs
-    package = tmp_path / "transformer"
-    shutil.copytree(runs.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(runs, "PACKAGE", package)
-    cfg = TrainConfig(corpus=str(toy_corpus), out_dir="x")
-    key = runs.run_key(cfg)
-    assert runs.run_key(dataclasses.replace(cfg, out_dir="y", progress=False)) == key
-    assert runs.run_key(dataclasses.replace(cfg, max_updates=7)) != key
-    assert runs.run_key(dataclasses.replace(cfg, vocab_size=7000)) != key
-    (package / "fast" / "new_module.py").write_text("X = 1\n")   # a module nobody listed
-    assert runs.run_key(cfg) != key
-    key = runs.run_key(cfg)
-    with open(package / "tools" / "cli.py", "a") as f:
-        f.write("# changed\n")
-    assert runs.run_key(cfg) != key
-    import transformer.training.precision as precision_module     # what --precision auto picks here
-    on_cpu = dataclasses.replace(cfg, device="cpu")
-    monkeypatch.setattr(precision_module, "cpu_has_native_bf16", lambda: True)
-    bf16_key = runs.run_key(on_cpu)
-    monkeypatch.setattr(precision_module, "cpu_has_native_bf16", lambda: False)
-    assert runs.run_key(on_cpu) != bf16_key
-
-
 def test_book_quick_is_read_when_asked(monkeypatch):
     from transformer_book import viz
     monkeypatch.setenv("BOOK_QUICK", "1")
