@@ -294,7 +294,11 @@ class Trainer:
         """The micro-batches of the next update, from the iterator ``batches``.
 
         Takes ``accum * world`` batches; returns this rank's share and the number of
-        target tokens in all of them (the update's loss is divided by that).
+        target tokens in all of them (the update's loss is divided by that). Every rank
+        draws the same batches and keeps every ``world``-th. At an epoch's end fewer than
+        ``world`` batches cannot give every rank one: they are left out (no batches: the
+        epoch is over), on every rank alike, so that no rank trains an update alone (its
+        gradients would meet another update's of the other ranks).
         """
         group = []
         for _ in range(self.accum * self.dist.world):
@@ -302,6 +306,8 @@ class Trainer:
                 group.append(next(batches))
             except StopIteration:
                 break
+        if len(group) < self.dist.world:
+            return [], 0
         return group[self.dist.rank::self.dist.world], sum(b.n_tgt_tokens for b in group)
 
     def train_update(self, micro_batches, n_tokens_global: int) -> float:
