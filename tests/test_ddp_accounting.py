@@ -106,19 +106,20 @@ def corpus_ending_with(remainder: int, folder: Path, vocabulary: Path) -> Path:
                          f"after its last whole update")
 
 
-def probe(cfg: TrainConfig, vocabulary: Path, out: Path, world: int | None) -> list[dict]:
-    """Run tests/ddp_probe.py on ``cfg`` alone (``world`` None) or under torchrun; the
-    records of each rank."""
+def probe(cfg: TrainConfig, vocabulary: Path, out: Path, world: int | None,
+          **env) -> list[dict]:
+    """Run tests/ddp_probe.py on ``cfg`` alone (``world`` None) or under torchrun, with the
+    environment variables ``env``; the records of each rank."""
     out.mkdir(parents=True)
     settings = out / "config.json"
     settings.write_text(json.dumps(dataclasses.asdict(cfg)))
     script = [str(REPO / "tests" / "ddp_probe.py"), str(settings), str(vocabulary), str(out)]
     cmd = ([str(TORCHRUN), "--standalone", "--nproc_per_node", str(world)] if world else
            [sys.executable]) + script
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **env}
     for name in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK"):
         env.pop(name, None)
-    done = processes.run(cmd, cwd=REPO, env=env, timeout=int(os.environ.get("PROBE_TIMEOUT", 300)))
+    done = processes.run(cmd, cwd=REPO, env=env, timeout=180)   # ~10 s; a hang guard
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in range(world or 1)]
     for r, record in enumerate(ranks):
@@ -197,5 +198,18 @@ def test_an_epoch_ending_with_too_few_batches_for_every_rank_ends_together(
     for k, updates in enumerate(zip(*(r["updates"] for r in ranks))):
         assert [len(u["batches"]) for u in updates] == [ranks[0]["accum"]] * WORLD, k + 1
         assert len({u["loss"] for u in updates}) == 1
+    for name, weight in ranks[0]["model"].items():
+        assert torch.equal(ranks[1]["model"][name], weight), name
+
+
+def test_a_time_limit_stops_every_rank_at_the_same_update(tmp_path, vocabulary):
+    """``--time-limit-min`` under torchrun: each rank keeps its own clock, and the clocks
+    differ; the ranks must still stop after the same update (one stopping alone would
+    leave the others waiting for it). Rank 1's clock starts 5.5 s into a 6-second limit."""
+    corpus = corpus_ending_with(0, tmp_path / "corpus", vocabulary)
+    cfg = config(corpus, tmp_path / "run", max_epochs=0, time_limit_min=0.1)
+    ranks = probe(cfg, vocabulary, tmp_path / "probe", WORLD, PROBE_HEAD_START="5.5")
+    steps = [r["step"] for r in ranks]
+    assert steps[0] >= 1 and steps[0] == steps[1] == len(ranks[0]["updates"]) == len(ranks[1]["updates"]), steps
     for name, weight in ranks[0]["model"].items():
         assert torch.equal(ranks[1]["model"][name], weight), name

@@ -290,6 +290,12 @@ class Trainer:
         rate = lambda s: schedule(s, self.model_cfg.d_model, cfg.warmup, cfg.lr_factor)
         return with_cooldown(rate, step, cfg.cooldown, cfg.cooldown_end)
 
+    def time_is_up(self) -> bool:
+        """Whether ``cfg.time_limit_min`` minutes of training have passed. Under torchrun
+        each rank keeps its own clock and they differ a little: all stop after the same
+        update, the first at which any rank's time is up."""
+        return self.dist.sum(float(self.train_seconds >= self.cfg.time_limit_min * 60)) > 0
+
     def next_micro_batches(self, batches):
         """The micro-batches of the next update, from the iterator ``batches``.
 
@@ -387,7 +393,7 @@ class Trainer:
                 if last_update and self.step >= last_update:
                     stop = True
                     break
-                if cfg.time_limit_min and self.train_seconds >= cfg.time_limit_min * 60:
+                if cfg.time_limit_min and self.time_is_up():
                     stop = True
                     break
                 micro, n_tokens = self.next_micro_batches(batches)
