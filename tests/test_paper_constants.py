@@ -2,10 +2,11 @@
 
 Each row of :data:`RUN` is a value the book calls the paper's, with the paper's value and
 section, and a reader that takes it from the objects ``python -m transformer train``
-builds for a recipe: the optimizer's ``param_groups``, the trainer's learning-rate
-schedule, loss and checkpoint averaging, the model's modules. A recipe may depart from a
-row only by naming it, with its reason, in ``transformer.training.recipes.DEPARTURES``; a
-departure named there that the recipe no longer makes fails too. :data:`PRESETS` and
+builds for a recipe, and without one: the optimizer's ``param_groups``, the trainer's
+learning-rate schedule, loss and checkpoint averaging, the model's modules. A recipe may
+depart from a row only by naming it, with its reason, in
+``transformer.training.recipes.DEPARTURES`` (``DEFAULT_DEPARTURES`` for ``train`` without
+``--recipe``); a departure named there that the run no longer makes fails too. :data:`PRESETS` and
 :data:`SEARCH` hold Table 3's two models and section 6.1's search, which no recipe changes.
 
 The values below are typed from the paper on purpose: they are what the code is held
@@ -26,7 +27,8 @@ from transformer.layers import Residual
 from transformer.tools import cli
 from transformer.training.loop import Trainer
 from transformer.training.optimizers import make_optimizer
-from transformer.training.recipes import DEPARTURES, RECIPES, recipe
+from transformer.training.config import TrainConfig
+from transformer.training.recipes import DEFAULT_DEPARTURES, DEPARTURES, RECIPES, recipe
 
 BASE = dict(n_encoder_layers=6, n_decoder_layers=6, d_model=512, d_ff=2048, h=8, d_k=64, d_v=64)
 BIG = dict(n_encoder_layers=6, n_decoder_layers=6, d_model=1024, d_ff=4096, h=16, d_k=64, d_v=64)
@@ -135,7 +137,7 @@ def training_length(run) -> str:
     cfg = run.cfg
     if cfg.time_limit_min:
         return f"{cfg.time_limit_min:g} minutes"
-    return f"{last_update(cfg):,} updates"
+    return f"{last_update(cfg):,} updates" if last_update(cfg) else "no limit"
 
 
 # (name, the paper's value, where the paper says so, reader of a built run)
@@ -161,14 +163,18 @@ RUN = [
 ROWS = {name: (paper, section, read) for name, paper, section, read in RUN}
 
 
+NO_RECIPE = "(no recipe)"          # `train` without --recipe: TrainConfig's defaults
+SUBJECTS = [*RECIPES, NO_RECIPE]
+
+
 @pytest.fixture(scope="module")
 def built():
-    """Each recipe's model, optimizer and trainer, as Trainer.from_config builds them
-    (without the data: the vocabulary has the recipe's size)."""
+    """Each recipe's model, optimizer and trainer, and those of the defaults, as
+    Trainer.from_config builds them (without the data: the vocabulary has its set size)."""
     runs = {}
-    for name in RECIPES:
+    for name in SUBJECTS:
         torch.manual_seed(0)
-        cfg = recipe(name)
+        cfg = TrainConfig() if name == NO_RECIPE else recipe(name)
         model = FastTransformer(cfg.model_config(cfg.vocab_size))
         optimizer = make_optimizer(model, cfg.optimizer)
         trainer = Trainer(model, optimizer, None, None, cfg)
@@ -176,11 +182,12 @@ def built():
     return runs
 
 
-@pytest.mark.parametrize("name", list(RECIPES))
+@pytest.mark.parametrize("name", SUBJECTS)
 def test_every_recipe_is_the_paper_but_for_the_departures_it_declares(built, name):
-    declared = DEPARTURES[name]
+    declared = DEFAULT_DEPARTURES if name == NO_RECIPE else DEPARTURES[name]
+    where = "DEFAULT_DEPARTURES" if name == NO_RECIPE else f"DEPARTURES[{name!r}]"
     unknown = set(declared) - set(ROWS)
-    assert not unknown, f"DEPARTURES[{name!r}] names {sorted(unknown)}, not among {list(ROWS)}"
+    assert not unknown, f"{where} names {sorted(unknown)}, not among {list(ROWS)}"
     wrong, stale = [], []
     for row, (paper, section, read) in ROWS.items():
         value = read(built[name])
@@ -188,14 +195,14 @@ def test_every_recipe_is_the_paper_but_for_the_departures_it_declares(built, nam
             wrong.append(f"{row} is {value!r}, the paper's ({section}) is {paper!r}")
         if value == paper and row in declared:
             stale.append(f"{row} is the paper's {paper!r} ({section})")
-    assert not wrong, f"recipe {name} departs from the paper without saying so in " \
-                      f"DEPARTURES: {'; '.join(wrong)}"
-    assert not stale, f"recipe {name} declares departures it does not make: {'; '.join(stale)}"
+    assert not wrong, f"{name} departs from the paper without saying so in {where}: " \
+                      f"{'; '.join(wrong)}"
+    assert not stale, f"{name} declares departures it does not make: {'; '.join(stale)}"
 
 
 def test_every_recipe_says_why_it_departs():
     assert set(DEPARTURES) == set(RECIPES)
-    for name, rows in DEPARTURES.items():
+    for name, rows in (*DEPARTURES.items(), (NO_RECIPE, DEFAULT_DEPARTURES)):
         for row, reason in rows.items():
             assert isinstance(reason, str) and len(reason.split()) >= 3, (name, row)
 

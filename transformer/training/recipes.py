@@ -26,7 +26,8 @@ length penalty) belongs to ``evaluate``'s command (the Makefile's targets), not 
   micro-batch: 8, 4, 2 or 1 GPUs under ``torchrun`` reach 25,000 exactly, by gradient
   accumulation), warm-up 4,000, 100,000 updates, the last 5 checkpoints averaged.
 
-:data:`DEPARTURES` names, for each recipe, the paper's settings it changes and why.
+:data:`DEPARTURES` names, for each recipe, the paper's settings it changes and why
+(:data:`DEFAULT_DEPARTURES`: those of ``train`` without ``--recipe``).
 
 Importing this module does not import torch.
 """
@@ -121,6 +122,13 @@ DEPARTURES: dict[str, dict[str, str]] = {
     },
     "base-wmt14": {},
 }
+# and what `train` without --recipe (TrainConfig's defaults) changes
+DEFAULT_DEPARTURES: dict[str, str] = {
+    "model": f"the small preset, {CPU}",
+    "vocab_size": "8,000 pieces for Multi30k's 29,000 training pairs",
+    "update_tokens": f"4,096 target tokens, {CPU}",
+    "training_length": "no limit: until stopped, or --max-updates or --time-limit-min",
+}
 
 
 def recipe(name: str, **overrides) -> TrainConfig:
@@ -147,4 +155,4 @@ def describe(name: str) -> str:
             f"updates, {cfg.optimizer}")
 
 
-__all__ = ["RECIPES", "DEPARTURES", "TOY_MODEL", "recipe", "describe"]
+__all__ = ["RECIPES", "DEPARTURES", "DEFAULT_DEPARTURES", "TOY_MODEL", "recipe", "describe"]
