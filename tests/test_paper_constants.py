@@ -83,13 +83,16 @@ def embedding_scale(model) -> str:
 
 
 def positional(model) -> str:
-    table = model.src_pos.table.detach().double()
-    length, width = table.shape
-    pos = torch.arange(length, dtype=torch.float64)[:, None]
-    angle = pos / 10000.0 ** (torch.arange(0, width, 2, dtype=torch.float64) / width)
-    expected = torch.stack((angle.sin(), angle.cos()), dim=-1).flatten(1)
-    return SINUSOIDS if torch.allclose(table, expected, atol=1e-6) and \
-        model.tgt_pos.table is not None else "another table"
+    """Whether the encoder's and the decoder's position tables are section 3.5's."""
+    for table in (model.src_pos.table, model.tgt_pos.table):
+        table = table.detach().double()
+        length, width = table.shape
+        pos = torch.arange(length, dtype=torch.float64)[:, None]
+        angle = pos / 10000.0 ** (torch.arange(0, width, 2, dtype=torch.float64) / width)
+        expected = torch.stack((angle.sin(), angle.cos()), dim=-1).flatten(1)
+        if not torch.allclose(table, expected, atol=1e-6):
+            return "another table"
+    return SINUSOIDS
 
 
 def last_update(cfg) -> int | None:
