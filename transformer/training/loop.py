@@ -291,11 +291,21 @@ class Trainer:
         rate = lambda s: schedule(s, self.model_cfg.d_model, cfg.warmup, cfg.lr_factor)
         return with_cooldown(rate, step, cfg.cooldown, cfg.cooldown_end)
 
+    def time_is_up(self) -> bool:
+        """Whether ``cfg.time_limit_min`` minutes of training have passed. Under torchrun
+        each rank keeps its own clock and they differ a little: all stop after the same
+        update, the first at which any rank's time is up."""
+        return self.dist.sum(float(self.train_seconds >= self.cfg.time_limit_min * 60)) > 0
+
     def next_micro_batches(self, batches):
         """The micro-batches of the next update, from the iterator ``batches``.
 
         Takes ``accum * world`` batches; returns this rank's share and the number of
-        target tokens in all of them (the update's loss is divided by that).
+        target tokens in all of them (the update's loss is divided by that). Every rank
+        draws the same batches and keeps every ``world``-th. At an epoch's end fewer than
+        ``world`` batches cannot give every rank one: they are left out (no batches: the
+        epoch is over), on every rank alike, so that no rank trains an update alone (its
+        gradients would meet another update's of the other ranks).
         """
         group = []
         for _ in range(self.accum * self.dist.world):
@@ -303,6 +313,8 @@ class Trainer:
                 group.append(next(batches))
             except StopIteration:
                 break
+        if len(group) < self.dist.world:
+            return [], 0
         return group[self.dist.rank::self.dist.world], sum(b.n_tgt_tokens for b in group)
 
     def train_update(self, micro_batches, n_tokens_global: int) -> float:
@@ -386,7 +398,7 @@ class Trainer:
                 if last_update and self.step >= last_update:
                     stop = True
                     break
-                if cfg.time_limit_min and self.train_seconds >= cfg.time_limit_min * 60:
+                if cfg.time_limit_min and self.time_is_up():
                     stop = True
                     break
                 micro, n_tokens = self.next_micro_batches(batches)

@@ -26,6 +26,9 @@ length penalty) belongs to ``evaluate``'s command (the Makefile's targets), not 
   micro-batch: 8, 4, 2 or 1 GPUs under ``torchrun`` reach 25,000 exactly, by gradient
   accumulation), warm-up 4,000, 100,000 updates, the last 5 checkpoints averaged.
 
+:data:`DEPARTURES` names, for each recipe, the paper's settings it changes and why
+(:data:`DEFAULT_DEPARTURES`: those of ``train`` without ``--recipe``).
+
 Importing this module does not import torch.
 """
 from __future__ import annotations
@@ -65,6 +68,68 @@ RECIPES: dict[str, TrainConfig] = {
         precision="auto", save_every=1000, keep_last=5, log_every=100, eval_every=5000),
 }
 
+# What each recipe changes of the paper's settings, and why; every other setting of its
+# run is the paper's. The names are those of tests/test_paper_constants.py's table:
+# optimizer, adam_betas, adam_eps, warmup, schedule (equation (3) itself), label_smoothing,
+# dropout (residual and embedding, 5.4), other_dropout, model (Table 3's base sizes),
+# norm_position, shared_embeddings, embedding_scale, positional, vocab_size,
+# update_tokens, training_length, checkpoints_averaged. That test builds each recipe's
+# model, optimizer and trainer and fails on a departure not named here, and on one named
+# here that the recipe no longer makes.
+CPU = "sized for two CPU cores"
+DEPARTURES: dict[str, dict[str, str]] = {
+    "tiny": {
+        "model": f"the tiny preset (Wu et al.'s Transformer-tiny for Multi30k), {CPU}",
+        "norm_position": "pre-norm, which trains faster at a short budget (chapter 11)",
+        "dropout": "0.2, chosen on the valid split",
+        "optimizer": "Muon for the layers' matrices, the paper's Adam for the rest, "
+                     "chosen on the valid split",
+        "warmup": "2,000 updates, chosen on the valid split",
+        "schedule": "equation (3) times 1.789 (--lr-factor), chosen on the valid split",
+        "vocab_size": "8,000 pieces for Multi30k's 29,000 training pairs",
+        "update_tokens": f"2,048 target tokens, {CPU}: more updates in 30 minutes",
+        "training_length": "30 minutes on two CPU cores",
+        "checkpoints_averaged": "the last 7 of a checkpoint every 50 updates, chosen on the "
+                                "valid split",
+    },
+    "small": {
+        "model": f"the small preset, {CPU}",
+        "warmup": "400 updates: a 30-minute run has a few thousand",
+        "schedule": "equation (3) times 0.5 (--lr-factor)",
+        "vocab_size": "8,000 pieces for Multi30k's 29,000 training pairs",
+        "update_tokens": f"4,096 target tokens, {CPU}",
+        "training_length": "30 minutes on two CPU cores",
+    },
+    "book": {
+        "model": f"the tiny preset (Wu et al.'s Transformer-tiny for Multi30k), {CPU}",
+        "norm_position": "pre-norm, which trains faster at a short budget (chapter 11)",
+        "dropout": "none: it scored best on both valid splits (chapter 7)",
+        "optimizer": "Muon for the layers' matrices, the paper's Adam for the rest",
+        "warmup": "1,000 updates, chosen on both valid splits",
+        "schedule": "equation (3) times 1.789, with a linear cool-down over the last 800 "
+                    "updates (the run's length is known)",
+        "vocab_size": "8,000 pieces for Multi30k's and Tatoeba's sentences",
+        "update_tokens": f"2,048 target tokens, {CPU}",
+        "training_length": "3,400 updates, what a book build affords on two cores",
+    },
+    "quick": {
+        "model": "a toy: 2+2 layers of width 64, trained in seconds",
+        "warmup": "20 updates of a 40-update toy run",
+        "vocab_size": "1,000 pieces: a toy",
+        "update_tokens": "1,024 target tokens: a toy",
+        "training_length": "40 updates: a toy",
+        "checkpoints_averaged": "the last 3 of a 40-update toy run",
+    },
+    "base-wmt14": {},
+}
+# and what `train` without --recipe (TrainConfig's defaults) changes
+DEFAULT_DEPARTURES: dict[str, str] = {
+    "model": f"the small preset, {CPU}",
+    "vocab_size": "8,000 pieces for Multi30k's 29,000 training pairs",
+    "update_tokens": f"4,096 target tokens, {CPU}",
+    "training_length": "no limit: until stopped, or --max-updates or --time-limit-min",
+}
+
 
 def recipe(name: str, **overrides) -> TrainConfig:
     """The recipe ``name`` (a fresh copy), with ``overrides`` (TrainConfig fields) applied;
@@ -90,4 +155,4 @@ def describe(name: str) -> str:
             f"updates, {cfg.optimizer}")
 
 
-__all__ = ["RECIPES", "TOY_MODEL", "recipe", "describe"]
+__all__ = ["RECIPES", "DEPARTURES", "DEFAULT_DEPARTURES", "TOY_MODEL", "recipe", "describe"]

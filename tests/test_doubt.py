@@ -1,0 +1,155 @@
+"""The boundaries of ``transformer.decoding.doubt`` (issue 45, item 4), and the rule at work
+behind every search the reader can choose on the command line.
+
+The rule: the input is mostly unknown when at least half of its pieces are ``<unk>``; the
+translation loops when a word or a pair of words comes three times back to back, or a run
+of three or more words twice. Each case below sits just inside or just outside one of those
+thresholds, for single words, pairs and longer runs. ``translate`` names on stderr the lines
+the model is unsure of whatever its ``--beam`` and ``--alpha``: a stand-in model that copies
+its input makes each search output the line itself.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from transformer import ModelConfig
+from transformer.decoding import doubt
+from transformer.tools import cli
+
+PAD, BOS, EOS, UNK = 0, 1, 2, 3
+LOOP, UNKNOWN = "loop", "unknown"
+
+
+def words(*ids: int) -> str:
+    return " ".join(f"w{i}" for i in ids)
+
+
+# (translation, what doubt says: LOOP, or None)
+LOOPS = [
+    # one word: twice is a sentence ("sehr, sehr"), three times a loop
+    (words(5, 5), None),
+    (words(5, 5, 5), LOOP),
+    (words(4, 5, 5, 6, 5), None),                        # three times, not back to back
+    (words(5, 5, 5, 4, 6), LOOP), (words(4, 6, 5, 5, 5), LOOP), (words(4, 5, 5, 5, 6), LOOP),
+    # a pair: twice is a sentence, three times a loop
+    (words(5, 6, 5, 6), None),
+    (words(5, 6, 5, 6, 5), None),                        # two and a half times
+    (words(4, 5, 6, 5, 6, 7), None),
+    (words(5, 6, 5, 6, 5, 6), LOOP),
+    (words(4, 5, 6, 5, 6, 5, 6, 7), LOOP),
+    # three words or more: once and a part is a sentence, twice a loop
+    (words(5, 6, 7, 5, 6), None),
+    (words(5, 6, 7, 5, 6, 8), None),
+    (words(5, 6, 7, 5, 6, 7), LOOP),
+    (words(4, 5, 6, 7, 5, 6, 7, 8), LOOP),
+    (words(5, 6, 7, 8, 5, 6, 7, 9), None),
+    (words(5, 6, 7, 8, 5, 6, 7, 8), LOOP),
+    (words(*range(5, 11), *range(5, 10), 12), None),     # six words, then five of them
+    (words(*range(5, 11), *range(5, 11)), LOOP),         # six words twice
+    (words(*range(5, 12), *range(5, 12)), LOOP),         # seven words twice: half the text
+    # punctuation does not hide a repeat; words alone do not make one
+    ("Hund. Hund! Hund?", LOOP), ("Hund, Hund.", None),
+    ("über den Kreis über den Kreis.", LOOP), ("über den Kreis über den Berg.", None),
+    ("", None), ("Ein Mann und eine Frau und ein Kind gehen.", None),
+]
+
+# (source ids, what doubt says about the input: UNKNOWN, or None)
+INPUTS = [
+    ([UNK, 900], UNKNOWN),                    # one half
+    ([UNK, 900, 901], None),                  # one third
+    ([UNK, UNK, 900, 901], UNKNOWN),          # two of four
+    ([UNK, UNK, 900, 901, 902], None),        # two of five: just under half
+    ([UNK, UNK, UNK, 900, 901], UNKNOWN),     # three of five
+    ([UNK], UNKNOWN), ([900], None), ([], None),
+]
+
+
+def verdict(reason: str | None) -> str | None:
+    if reason is None:
+        return None
+    return UNKNOWN if "unknown" in reason else LOOP if "(a loop)" in reason else reason
+
+
+@pytest.mark.parametrize("translation, expected", LOOPS)
+def test_a_repeat_is_a_loop_just_past_its_threshold(translation, expected):
+    assert verdict(doubt([900, 901], UNK, translation)) == expected
+
+
+@pytest.mark.parametrize("source, expected", INPUTS)
+def test_the_input_is_unknown_from_half_its_pieces(source, expected):
+    assert verdict(doubt(source, UNK, "Ein Hund läuft.")) == expected
+
+
+def test_a_loop_is_named_by_its_repeated_words():
+    assert '"w5"' in doubt([900], UNK, words(4, 5, 5, 5))
+    assert '"w5 w6"' in doubt([900], UNK, words(5, 6, 5, 6, 5, 6))
+    assert '"w5 w6 w7"' in doubt([900], UNK, words(4, 5, 6, 7, 5, 6, 7))
+    assert "2 of 4 pieces" in doubt([UNK, UNK, 900, 901], UNK, words(5, 5, 5))  # input first
+
+
+# ------------------------------------------------------------ behind every search
+class CopyModel(torch.nn.Module):
+    """A stand-in translator whose next token is the source's token at the same position
+    (EOS after the source's last), all but certainly: greedy and beam search of any width
+    and length penalty output the source itself."""
+
+    def __init__(self):
+        super().__init__()
+        self.cfg = ModelConfig(vocab_size=64, d_model=8, n_heads=1, d_ff=8, n_encoder_layers=1,
+                               n_decoder_layers=1, max_len=64)
+        self.anchor = torch.nn.Parameter(torch.zeros(1))     # where the model "lives"
+
+    def source_mask(self, src):
+        return (src != PAD)[:, None, None, :]
+
+    def encode(self, src, src_mask):
+        return src[..., None].float()                         # (B, S, 1): the source ids
+
+    def decode(self, tgt_in, memory, src_mask):
+        position = tgt_in.size(1) - 1
+        logits = torch.full((tgt_in.size(0), tgt_in.size(1), self.cfg.vocab_size), -30.0)
+        for b in range(tgt_in.size(0)):
+            token = int(memory[b, position, 0]) if position < memory.size(1) else EOS
+            logits[b, -1, token if token != PAD else EOS] = 0.0
+        return logits
+
+    def project(self, states):
+        return states
+
+
+class WordTokenizer:
+    """``w{i}`` is id i; any other word is <unk>."""
+
+    def encode(self, text):
+        return [int(w[1:]) if w[:1] == "w" and w[1:].isdigit() else UNK for w in text.split()]
+
+    def encode_batch(self, texts):
+        return [self.encode(t) for t in texts]
+
+    def decode_batch(self, rows):
+        return [" ".join(f"w{i}" for i in row) for row in rows]
+
+
+SEARCHES = [("1", "0.6"), ("2", "0.6"), ("4", "0.6"), ("4", "0.0"), ("4", "1.5")]
+
+
+@pytest.mark.parametrize("beam, alpha", SEARCHES, ids=lambda v: v)
+def test_translate_names_the_unsure_lines_whichever_search_it_runs(
+        beam, alpha, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(cli, "_load", lambda args: (CopyModel(), WordTokenizer()))
+    lines = [text for text, _ in LOOPS if text.startswith("w")]
+    lines += ["w5 x y", "w5 w6 x"]                       # two thirds, one third unknown
+    expected = [verdict for text, verdict in LOOPS if text.startswith("w")] + [UNKNOWN, None]
+    source = tmp_path / "in.txt"
+    source.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    assert cli.main(["translate", "model.pt", "--input", str(source), "--beam", beam,
+                     "--alpha", alpha]) in (None, 0)
+    out, err = capsys.readouterr()
+    copied = out.splitlines()
+    assert copied[:-2] == lines[:-2]                     # each search output the line itself
+    unsure = {int(line.split(":")[0].split()[1]): line for line in err.splitlines()
+              if ": the model is unsure: " in line}
+    got = [verdict(unsure[i + 1].split("unsure: ", 1)[1]) if i + 1 in unsure else None
+           for i in range(len(lines))]
+    assert got == expected
