@@ -4,12 +4,13 @@ import os
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
 from transformer.batching import (Batch, BatchIterator, collate, padding_fraction,
-                                  token_batches)
+                                  token_batch_plan, token_batches)
 from transformer.config import BOS_ID, EOS_ID, PAD_ID
 from transformer.data import load_corpus
 from transformer.tokenizer import Tokenizer
@@ -77,6 +78,51 @@ def test_batches_cover_every_example_once_within_max_tokens(lengths, max_tokens,
     assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
     for b in batches:
         assert b and (len(b) == 1 or batch_cost(b, src_len, tgt_len) <= max_tokens)
+
+
+def list_token_batches(src_lengths, tgt_lengths, max_tokens, shuffle=True, seed=0, epoch=0,
+                       max_len=None, bucket=True):
+    """The batches as the package built them before BatchPlan (40eb821's list form), kept
+    here as the oracle that the plan, behind every path, reproduces."""
+    src_len, tgt_len = np.asarray(src_lengths, np.int64), np.asarray(tgt_lengths, np.int64)
+    rng = np.random.default_rng([seed, epoch])
+    keep = np.arange(len(src_len))
+    if max_len is not None:
+        keep = np.flatnonzero((src_len <= max_len) & (tgt_len <= max_len))
+    if not bucket:
+        order = rng.permutation(keep)
+    else:
+        noise = rng.random(len(keep)) if shuffle else np.arange(len(keep))
+        order = keep[np.lexsort((noise, src_len[keep], tgt_len[keep]))]
+    batches, batch, longest = [], [], 0
+    for i, s, t in zip(order.tolist(), src_len[order].tolist(), tgt_len[order].tolist()):
+        new_longest = max(longest, s, t)
+        if batch and (len(batch) + 1) * new_longest > max_tokens:
+            batches.append(batch)
+            batch, new_longest = [], max(s, t)
+        batch.append(i)
+        longest = new_longest
+    if batch:
+        batches.append(batch)
+    if shuffle:
+        batches = [batches[i] for i in rng.permutation(len(batches))]
+    return batches
+
+
+@settings(max_examples=80, deadline=None)
+@given(lengths=st.lists(st.tuples(st.integers(1, 80), st.integers(1, 80)), max_size=300),
+       max_tokens=st.integers(1, 500), seed=st.integers(0, 5), epoch=st.integers(0, 3),
+       shuffle=st.booleans(), bucket=st.booleans(), max_len=st.one_of(st.none(), st.integers(1, 80)))
+def test_the_plan_gives_the_batches_of_the_list_form(lengths, max_tokens, seed, epoch, shuffle,
+                                                     bucket, max_len):
+    src_len, tgt_len = [s for s, _ in lengths], [t for _, t in lengths]
+    expected = list_token_batches(src_len, tgt_len, max_tokens, shuffle, seed, epoch, max_len,
+                                  bucket)
+    plan = token_batch_plan(src_len, tgt_len, max_tokens, shuffle=shuffle, seed=seed,
+                            epoch=epoch, max_len=max_len, bucket=bucket)
+    assert [list(map(int, b)) for b in plan] == expected
+    assert token_batches(src_len, tgt_len, max_tokens, shuffle=shuffle, seed=seed, epoch=epoch,
+                         max_len=max_len, bucket=bucket) == expected
 
 
 def test_batches_are_full_and_sorted_without_shuffle():
