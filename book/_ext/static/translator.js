@@ -285,9 +285,9 @@
       const height = Math.max(narrow ? 420 : 620, 260 + 13 * Math.min(ys.length, MAX_LABELS));
       // as many labels as fit apart (x labels at -60 degrees take 1.4 font sizes each), and
       // the margins they need, from the widest of all (an upper bound of those shown)
-      const yLabels = textWidth(ys, tick) + 6;
+      const yLabels = textWidth(ys, tick) + (narrow ? 4 : 6);
       const xLabels = textWidth(xs, tick) * Math.sin(Math.PI / 3) + tick;
-      const margin = {t: 60, l: Math.ceil(yLabels + 2.2 * titleSize), r: narrow ? 8 : 110,
+      const margin = {t: 60, l: Math.ceil(yLabels + 1.3 * titleSize + 2), r: narrow ? 2 : 110,
                       b: Math.ceil(xLabels + 2.2 * titleSize)};
       this.fit = {x: (width - margin.l - margin.r) / (1.4 * tick),
                   y: (height - margin.t - margin.b - (narrow ? 100 : 0)) / (1.3 * tick)};
@@ -322,6 +322,9 @@
       const pieces = xs.length * ys.length > LABELS_AT_ONCE ** 2;
       const labelled = {xaxis: Object.assign({}, layout.xaxis), yaxis: Object.assign({}, layout.yaxis)};
       if (pieces) for (const axis of ["xaxis", "yaxis"]) Object.assign(layout[axis], {tickvals: [], ticktext: []});
+      // plotly's responsive resize sizes the figure to 100% of this element: give it the
+      // figure's height (with none, a resize within one layout collapsed it to 0 px)
+      this.plot.style.height = `${layout.height}px`;
       const mine = ++this.draws;
       this.drawn = false;
       (fresh ? window.Plotly.newPlot : window.Plotly.react)(this.plot, [trace], layout, config);
