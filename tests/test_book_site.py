@@ -272,3 +272,74 @@ def test_the_search_page_has_one_field_and_snippets_of_prose(open_page, site_dir
         lines = {unescape(ln) for ln in lines if len(ln) >= 20}
         assert not [ln for ln in lines if ln in snippet], (href, snippet)
     assert not opened.errors and not opened.outside
+
+
+DIAGRAM_JS = """() => Array.from(document.querySelectorAll('svg.book-diagram'), (svg) => {
+    const box = (e) => { const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
+    return {svg: box(svg), texts: Array.from(svg.querySelectorAll('text'), (t) => [t.textContent, box(t)]),
+            blocks: Array.from(svg.querySelectorAll('g.block'), (g) => ({
+              rect: box(g.querySelector('rect')), texts: Array.from(g.querySelectorAll('text'), box),
+              links: Array.from(g.querySelectorAll('a'), (a) => a.getAttribute('href'))}))};
+  })"""
+
+
+@pytest.mark.parametrize("viewport", [(1280, 900), PHONE])
+def test_figure_1_is_a_clean_diagram(viewport, open_page, site_dir, request, capsys):
+    """Chapter 1's Figure 1 (transformer_book/diagram.py): at 1280 and 390 px no two of
+    its texts overlap, each block's name and file lie inside the block, every text inside
+    the drawing, and each block links a page of the book and its source file on GitHub."""
+    opened = open_page("book/01_introduction.html", viewport=viewport)
+    page = opened.page
+    diagrams = page.evaluate(DIAGRAM_JS)
+    assert len(diagrams) == 1, diagrams
+    figure = page.query_selector("figure.book-diagram")
+    figure.scroll_into_view_if_needed()
+    screenshot(figure, request, capsys, f"figure1-{viewport[0]}")
+    d = diagrams[0]
+    assert len(d["blocks"]) == 16 and len(d["texts"]) >= 36, d["blocks"]
+    assert d["svg"][2] - d["svg"][0] <= viewport[0], d["svg"]
+    inside = lambda inner, outer: (inner[0] >= outer[0] - 0.5 and inner[1] >= outer[1] - 0.5  # noqa: E731
+                                   and inner[2] <= outer[2] + 0.5 and inner[3] <= outer[3] + 0.5)
+    shrunk = [(t, [b[0] + 0.5, b[1] + 0.5, b[2] - 0.5, b[3] - 0.5]) for t, b in d["texts"]]
+    crossing = [(a[0], b[0]) for i, a in enumerate(shrunk) for b in shrunk[i + 1:]
+                if _overlap(a[1], b[1])]
+    assert not crossing, crossing
+    assert all(inside(b, d["svg"]) for _, b in d["texts"]), d["texts"]
+    for block in d["blocks"]:
+        assert all(inside(t, block["rect"]) for t in block["texts"]), block
+        page_link, source = block["links"]
+        assert (site_dir / "book" / page_link).is_file(), page_link
+        assert source.startswith("https://github.com/") and source.endswith(".py"), source
+    assert not opened.errors, opened.errors
+
+
+CLIPPED_JS = """() => {
+  const shown = (t) => { const s = getComputedStyle(t);
+    return t.textContent.trim() && s.visibility !== 'hidden' && s.display !== 'none' &&
+      Number(s.opacity) > 0 && !/rgba\\(.*,\\s*0\\)$/.test(s.fill) && parseFloat(s.fontSize) > 2; };
+  const out = [];
+  for (const fig of document.querySelectorAll('.js-plotly-plot, svg.book-diagram')) {
+    const f = fig.getBoundingClientRect();
+    const right = Math.min(f.right, document.documentElement.clientWidth);
+    for (const t of fig.querySelectorAll('svg text')) {
+      if (!shown(t)) continue;
+      const b = t.getBoundingClientRect();
+      if (b.width === 0 || b.height === 0) continue;
+      if (b.left < Math.max(f.left, 0) - 1 || b.right > right + 1 || b.top < f.top - 1 || b.bottom > f.bottom + 1) {
+        const title = fig._fullLayout ? (fig._fullLayout.title.text || '') : fig.getAttribute('aria-label');
+        out.push([title.slice(0, 50), t.textContent.slice(0, 40),
+                  [b.left, b.top, b.right, b.bottom].map(Math.round), [f.left, f.top, right, f.bottom].map(Math.round)]);
+      }
+    }
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("path", [p for p in PAGES if Path(p).name[:2].isdigit()])
+def test_no_figure_text_is_cut_off_on_a_phone(path, open_page):
+    """At 390 px every text of every figure (titles, subtitles, tick labels, axis titles,
+    legend entries, labels of points) lies inside its figure's box and the screen."""
+    opened = open_page(path, viewport=PHONE)
+    clipped = opened.page.evaluate(CLIPPED_JS)
+    assert not clipped, f"{path}: {len(clipped)} texts outside their figure: {clipped[:8]}"

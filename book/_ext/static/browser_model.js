@@ -408,7 +408,9 @@
         post(id, "progress", {search, tokens: ids.length, text: model.detokenize(ids)});
       }
     });
-    result.doubt = doubt(result.source.slice(0, -1), model.ids.unk, result.beam.text);
+    for (const name of ["greedy", "beam"]) {     // each translation shown is checked
+      result[name].doubt = doubt(result.source.slice(0, -1), model.ids.unk, result[name].text);
+    }
     post(id, "progress", {result});
     const maps = {};
     const transfer = [];

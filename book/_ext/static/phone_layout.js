@@ -81,6 +81,15 @@
       lines = Math.max(lines, (t.match(/<br>/g) || []).length + 1); return t;
     };
     layout.title = Object.assign({}, title, {text: count(wrap(title.text, chars))});
+    // a subtitle (smaller: more characters a line) is wrapped too; its lines add to the title's
+    var subtitle = title.subtitle, subLines = 1;
+    var subChars = Math.floor((width - 24) / (num(((subtitle || {}).font || {}).size, 13) * 0.55));
+    var countSub = function (t) {
+      subLines = Math.max(subLines, (t.match(/<br>/g) || []).length + 1); return t;
+    };
+    if (subtitle && typeof subtitle.text === "string") {
+      layout.title.subtitle = Object.assign({}, subtitle, {text: countSub(wrap(subtitle.text, subChars))});
+    }
     var controls = (layout.sliders || []).map(function (c) { return c.steps || []; })
       .concat((layout.updatemenus || []).map(function (m) { return m.buttons || []; }));
     controls.forEach(function (steps) {
@@ -89,10 +98,28 @@
           if (arg && typeof arg["title.text"] === "string") {
             arg["title.text"] = count(wrap(arg["title.text"], chars));
           }
+          if (arg && typeof arg["title.subtitle.text"] === "string") {
+            arg["title.subtitle.text"] = countSub(wrap(arg["title.subtitle.text"], subChars));
+          }
         });
       });
     });
-    return lines - 1;
+    return lines - 1 + (subLines - 1) * 0.8;
+  }
+
+  /* An x axis title wider than the plot is broken into lines; returns the lines added. */
+  function wrapAxisTitles(layout, data, width) {
+    var added = 0;
+    axisNames(layout, "x", data).forEach(function (name) {
+      var axis = layout[name] || {};
+      var title = typeof axis.title === "string" ? {text: axis.title} : axis.title;
+      if (!title || typeof title.text !== "string") return;
+      var chars = Math.floor((width - 24) / (num((title.font || {}).size, 14) * 0.55));
+      var text = wrap(title.text, chars);
+      added = Math.max(added, (text.match(/<br>/g) || []).length);
+      layout[name] = Object.assign({}, axis, {title: Object.assign({}, title, {text: text})});
+    });
+    return added;
   }
 
   function phoneLayout(data, layout, width) {
@@ -158,7 +185,8 @@
                                           t: num((s.pad || {}).t, 20)});
       }
     });
-    var top = 22 * wrapTitles(layout, width);             // px added above the plot
+    var top = Math.round(22 * wrapTitles(layout, width));  // px added above the plot
+    bottom += 18 * wrapAxisTitles(layout, data, width);
     (layout.updatemenus || []).forEach(function (m) {
       if (typeof m.x === "number" && m.x > 0.6) { m.x = 1; m.xanchor = "right"; }
       if (typeof m.x === "number" && m.x < 0) { m.x = 0; m.xanchor = "left"; }
@@ -189,6 +217,31 @@
         gd.parentElement.style.height = layout.height + "px";
       }
     }
-    return window.Plotly.newPlot(id, data, layout, config);
+    return window.Plotly.newPlot(id, data, layout, config).then(function (gd) {
+      return width < PHONE_PX ? keepLabelsInside(gd) : gd;
+    });
   };
+
+  /* Labels of points (scatter text) that run past the figure's side: drawn on the point's
+   * other side (textposition per point, measured once after the first draw). */
+  function keepLabelsInside(gd) {
+    var box = gd.getBoundingClientRect(), update = {}, traces = [];
+    var drawn = gd.querySelectorAll(".scatterlayer .trace"), j = -1;   // one per scatter trace
+    (gd.data || []).forEach(function (trace, i) {
+      if (trace.type && trace.type !== "scatter") return;
+      j += 1;
+      if (!/text/.test(trace.mode || "")) return;
+      var nodes = drawn[j];
+      if (!nodes) return;
+      var moved = false, base = trace.textposition || "middle center";
+      var positions = (Array.isArray(base) ? base.slice() : (trace.x || []).map(function () { return base; }));
+      nodes.querySelectorAll(".textpoint text").forEach(function (t, k) {
+        var b = t.getBoundingClientRect(), vertical = String(positions[k]).split(" ")[0];
+        if (b.right > box.right - 2) { positions[k] = vertical + " left"; moved = true; }
+        else if (b.left < box.left + 2) { positions[k] = vertical + " right"; moved = true; }
+      });
+      if (moved) { traces.push(i); (update.textposition = update.textposition || []).push(positions); }
+    });
+    return traces.length ? window.Plotly.restyle(gd, update, traces) : gd;
+  }
 })();

@@ -36,6 +36,36 @@
     return tokens.map((t, i) => `${i}:${t}`);
   }
 
+  const PHONE_PX = 600;            // phone_layout.js's switch to the phone's layout
+  const MAX_LABELS = 40;           // tick labels per axis drawn at once (see draw)
+  const LABELS_AT_ONCE = 24;       // a map of more tokens a side is drawn in two tasks
+
+  /* The tick labels of an axis of category names, of those from index lo to hi: each one
+     where at most MAX_LABELS are, else every k-th (the first always). */
+  function tickLabels(names, lo = 0, hi = names.length - 1, most = MAX_LABELS) {
+    lo = Math.max(0, Math.ceil(lo));
+    hi = Math.min(names.length - 1, Math.floor(hi));
+    const stride = Math.max(1, Math.ceil((hi - lo + 1) / Math.max(2, Math.min(most, MAX_LABELS))));
+    const vals = [];
+    for (let i = lo; i <= hi; i += stride) vals.push(names[i]);
+    return {tickmode: "array", tickvals: vals, ticktext: vals, stride};
+  }
+
+  const axisTicks = ({tickmode, tickvals, ticktext}) => ({tickmode, tickvals, ticktext});
+
+  /* An axis title that says when only some tokens are labelled. */
+  function axisTitle(text, ticks) {
+    return ticks.stride > 1 ? `${text} (1 in ${ticks.stride} labelled)` : text;
+  }
+
+  /* The widest of texts in plotly's font at size px (a canvas measures without layout). */
+  let canvas = null;
+  function textWidth(texts, size) {
+    canvas = canvas || document.createElement("canvas").getContext("2d");
+    canvas.font = `${size}px "Open Sans", verdana, arial, sans-serif`;
+    return Math.max(0, ...texts.map((t) => canvas.measureText(t).width));
+  }
+
   const afterPaint = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve)));
 
   function mib(bytes) {
@@ -50,6 +80,8 @@
       this.ortBase = new URL(root.dataset.ort, document.baseURI).href;
       this.model = null;
       this.runs = 0;                           // translations asked for (the last one is shown)
+      this.draws = 0;                          // maps drawn (the last one is shown)
+      this.drawn = false;                      // the last map's drawing is done
       root.textContent = "";
       this.intro = el("p", {class: "lt-intro"});
       this.button = el("button", {type: "button", class: "lt-load"}, "Download the model");
@@ -79,10 +111,12 @@
       this.form.addEventListener("submit", (e) => { e.preventDefault(); this.run(); });
       for (const c of [this.which, this.kind]) c.addEventListener("change", () => this.draw());
       this.slider.addEventListener("input", () => this.draw());
-      let narrow = null;                       // redraw when the layout changes (a phone turned)
-      window.addEventListener("resize", () => {
-        if ((this.root.clientWidth < 600) !== narrow) { narrow = this.root.clientWidth < 600; this.draw(); }
-      });
+      // a phone turned, a window narrowed: across the phone layout's switch, draw anew once
+      // the page is laid out at its new width (a window's resize event can come before)
+      new ResizeObserver(() => {
+        const narrow = this.plotBox.clientWidth < PHONE_PX;
+        if (this.drawnNarrow !== undefined && narrow !== this.drawnNarrow) this.draw();
+      }).observe(this.plotBox);
       this.describe();
     }
 
@@ -205,10 +239,29 @@
                     el("span", {class: "lt-time"}, ` (${Math.round(r[name].ms)} ms)`));
         this.output.append(line);
       }
-      if (r.doubt) this.output.append(el("p", {class: "lt-unsure"}, `The model is unsure: ${r.doubt}.`));
+      // transformer.decoding.doubt on each search's translation: one note where both doubt
+      // for the same reason (unknown input), else one for each translation in doubt
+      const reasons = ["greedy", "beam"].filter((name) => r[name].doubt);
+      if (reasons.length === 2 && r.greedy.doubt === r.beam.doubt) {
+        this.output.append(el("p", {class: "lt-unsure"}, `The model is unsure: ${r.beam.doubt}.`));
+      } else {
+        for (const name of reasons) {
+          this.output.append(el("p", {class: "lt-unsure", "data-search": name},
+            `The model is unsure of the ${names[name]} translation: ${r[name].doubt}.`));
+        }
+      }
     }
 
-    /* One heatmap, drawn like the precomputed explorer (Viridis, 0..1, the same hover). */
+    /* One heatmap, drawn like the precomputed explorer (Viridis, 0..1, the same hover).
+       Its cost is bounded whatever the sentence's length: plotly measures each tick label
+       it draws (1-2 ms each), so at most MAX_LABELS per axis are drawn, every token where
+       they fit and every k-th one of a longer sentence (hover names every cell; zooming in
+       labels every token of the range shown: relabel); the margins are computed here from
+       the labels' widths, once, so that plotly lays the figure out in one pass (its
+       automargin redraws it until the labels fit). A change of layout (the phone's, below
+       600 px, or the desktop's) draws the figure anew: plotly.react from one to the other
+       kept margins pushed for the other layout's colour bar, and every later draw failed
+       with "Something went wrong with axis scaling". */
     draw() {
       if (!this.maps) return;
       const ex = this.maps[this.which.value];
@@ -222,26 +275,87 @@
       const z = layer < L ? ys.map((_, q) => Array.from(data.subarray(at + q * K, at + (q + 1) * K)))
         : ys.map(() => xs.map(() => NaN));
       this.sliderLabel.textContent = `layer ${layer + 1}, head ${head + 1}`;
+      const width = this.plotBox.clientWidth || this.root.clientWidth;
+      const narrow = width < PHONE_PX;
+      const tick = narrow ? 9 : 11, titleSize = narrow ? 12 : 14;
       const trace = {type: "heatmap", z, x: xs, y: ys, zmin: 0, zmax: 1, colorscale: "Viridis",
                      colorbar: {title: {text: "attention weight"}},
                      hovertemplate: "query %{y}<br>key %{x}<br>weight %{z:.3f}<extra></extra>"};
+      // rows of 13 px while every token is labelled; a longer map stays within the screen
+      const height = Math.max(narrow ? 420 : 620, 260 + 13 * Math.min(ys.length, MAX_LABELS));
+      // as many labels as fit apart (x labels at -60 degrees take 1.4 font sizes each), and
+      // the margins they need, from the widest of all (an upper bound of those shown)
+      const yLabels = textWidth(ys, tick) + (narrow ? 4 : 6);
+      const xLabels = textWidth(xs, tick) * Math.sin(Math.PI / 3) + tick;
+      const margin = {t: 60, l: Math.ceil(yLabels + 1.3 * titleSize + 2), r: narrow ? 2 : 110,
+                      b: Math.ceil(xLabels + 2.2 * titleSize)};
+      this.fit = {x: (width - margin.l - margin.r) / (1.4 * tick),
+                  y: (height - margin.t - margin.b - (narrow ? 100 : 0)) / (1.3 * tick)};
+      const xticks = tickLabels(xs, 0, xs.length - 1, this.fit.x);
+      const yticks = tickLabels(ys, 0, ys.length - 1, this.fit.y);
       let layout = {
         title: {text: `Your sentence: ${name}, layer ${layer + 1}, head ${head + 1}`,
                 font: {size: 16}},
-        // every token labelled (plotly would skip every second one on a long sentence);
-        // the map grows with the sentence so that the labels stay apart
-        xaxis: {title: {text: `key: ${kSide} token (attended to)`}, tickangle: -60,
-                type: "category", automargin: true, tickfont: {size: 11},
-                tickmode: "array", tickvals: xs, ticktext: xs},
-        yaxis: {title: {text: `query: ${qSide} token (attending)`}, autorange: "reversed",
-                type: "category", automargin: true, tickfont: {size: 11},
-                tickmode: "array", tickvals: ys, ticktext: ys},
-        height: Math.max(620, 260 + 13 * ys.length), margin: {t: 60, l: 10, r: 10, b: 10},
+        xaxis: Object.assign({title: {text: axisTitle(`key: ${kSide} token`, xticks),
+                                      font: {size: titleSize}},
+                              tickangle: -60, type: "category", automargin: false,
+                              tickfont: {size: tick}}, axisTicks(xticks)),
+        yaxis: Object.assign({title: {text: axisTitle(`query: ${qSide} token`, yticks),
+                                      font: {size: titleSize}},
+                              autorange: "reversed", type: "category", automargin: false,
+                              tickfont: {size: tick}}, axisTicks(yticks)),
+        height, margin,
       };
-      // on a phone, the book's figures' layout (phone_layout.js): colour bar below, etc.
-      const width = this.plot.clientWidth || this.root.clientWidth;
-      if (width < 600 && window.bookPhoneLayout) layout = window.bookPhoneLayout([trace], layout, width);
-      window.Plotly.react(this.plot, [trace], layout, {responsive: true, displaylogo: false});
+      // on a phone, the book's figures' layout (phone_layout.js): colour bar below, etc.;
+      // its margins shrink to what labels need, which these margins already are
+      if (narrow && window.bookPhoneLayout) {
+        const margin = layout.margin;
+        layout = window.bookPhoneLayout([trace], layout, width);
+        layout.margin.l = margin.l;
+        layout.margin.r = margin.r;
+      }
+      const config = {responsive: true, displaylogo: false};
+      this.ticks = {xs, ys, xaxis: `key: ${kSide} token`, yaxis: `query: ${qSide} token`};
+      const fresh = narrow !== this.drawnNarrow;           // a new layout: a new figure
+      this.drawnNarrow = narrow;
+      // a long sentence's map in two tasks: the map, then its labels (an axes-only redraw)
+      const pieces = xs.length * ys.length > LABELS_AT_ONCE ** 2;
+      const labelled = {xaxis: Object.assign({}, layout.xaxis), yaxis: Object.assign({}, layout.yaxis)};
+      if (pieces) for (const axis of ["xaxis", "yaxis"]) Object.assign(layout[axis], {tickvals: [], ticktext: []});
+      // plotly's responsive resize sizes the figure to 100% of this element: give it the
+      // figure's height (with none, a resize within one layout collapsed it to 0 px)
+      this.plot.style.height = `${layout.height}px`;
+      const mine = ++this.draws;
+      this.drawn = false;
+      (fresh ? window.Plotly.newPlot : window.Plotly.react)(this.plot, [trace], layout, config);
+      if (fresh) this.plot.on("plotly_relayout", (e) => this.relabel(e));   // a zoom
+      const done = () => { if (mine === this.draws) this.drawn = true; };
+      if (!pieces) return done();
+      setTimeout(() => {
+        if (mine !== this.draws) return;                 // a newer draw took over
+        window.Plotly.relayout(this.plot, {"xaxis.tickvals": labelled.xaxis.tickvals,
+          "xaxis.ticktext": labelled.xaxis.ticktext, "yaxis.tickvals": labelled.yaxis.tickvals,
+          "yaxis.ticktext": labelled.yaxis.ticktext});
+        done();
+      });
+    }
+
+    /* After a zoom (or its reset): the labels of the range shown, every token where they fit. */
+    relabel(event) {
+      const fl = this.plot._fullLayout;
+      if (!this.ticks || !fl || !Object.keys(event).some((k) => /axis\.(range|autorange)/.test(k))) return;
+      const update = {};
+      const {xs, ys} = this.ticks;
+      for (const [axis, names] of [["xaxis", xs], ["yaxis", ys]]) {
+        const [a, b] = fl[axis].range;
+        const range = Math.abs(b - a) / (axis === "xaxis" ? xs.length : ys.length);
+        const t = tickLabels(names, Math.min(a, b), Math.max(a, b), this.fit[axis[0]] / range);
+        if (JSON.stringify(t.tickvals) === JSON.stringify(fl[axis].tickvals)) continue;
+        update[`${axis}.tickvals`] = t.tickvals;
+        update[`${axis}.ticktext`] = t.ticktext;
+        update[`${axis}.title.text`] = axisTitle(this.ticks[axis], t);
+      }
+      if (Object.keys(update).length) window.Plotly.relayout(this.plot, update);
     }
   }
 
