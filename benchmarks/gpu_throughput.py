@@ -38,7 +38,7 @@ from train_throughput import (TorchTransformerMT, build_marian, make_batches,  #
 from transformer import FastTransformer, ModelConfig  # noqa: E402
 from transformer.fast import FastLabelSmoothingLoss, SequenceLoss, compile_layers  # noqa: E402
 from transformer.tools.provenance import provenance, write_record  # noqa: E402
-from transformer.training.optimizers import paper_adam  # noqa: E402
+from transformer.training.adam import paper_adam  # noqa: E402
 
 
 def matmul_peak(device, n: int, reps: int = 10) -> float:

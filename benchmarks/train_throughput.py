@@ -60,7 +60,7 @@ from record import add_option, save
 from transformer import FastTransformer, ModelConfig, sinusoidal_encoding
 from transformer.batching import collate, token_batches
 from transformer.tools.provenance import cpu_name
-from transformer.training.optimizers import paper_adam
+from transformer.training.adam import paper_adam
 from transformer.config import PAD_ID
 from transformer.fast import FastLabelSmoothingLoss, SequenceLoss
 

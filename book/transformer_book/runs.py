@@ -35,7 +35,7 @@ def cache_root() -> Path:
 TRAINER = "transformer.training.loop"      # the module whose imports are the training code
 
 
-def _module_file(name: str) -> Path | None:
+def module_file(name: str) -> Path | None:
     """The file of module ``transformer.x.y`` under :data:`PACKAGE`, or None."""
     parts = name.split(".")[1:]
     for path in (PACKAGE.joinpath(*parts).with_suffix(".py"),
@@ -45,7 +45,7 @@ def _module_file(name: str) -> Path | None:
     return None
 
 
-def _imports(name: str, path: Path) -> set[str]:
+def module_imports(name: str, path: Path) -> set[str]:
     """The ``transformer`` modules that module ``name`` imports, at any depth of its code
     (imports inside functions too), with each package's ``__init__`` on the way."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
@@ -64,7 +64,7 @@ def _imports(name: str, path: Path) -> set[str]:
             parts = target.split(".")
             if parts[0] == "transformer":
                 found.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
-    return {m for m in found if _module_file(m) is not None}
+    return {m for m in found if module_file(m) is not None}
 
 
 def training_modules() -> list[Path]:
@@ -75,8 +75,8 @@ def training_modules() -> list[Path]:
         name = todo.pop()
         if name not in seen:
             seen.add(name)
-            todo.extend(_imports(name, _module_file(name)) - seen)
-    return sorted((_module_file(m) for m in seen),
+            todo.extend(module_imports(name, module_file(name)) - seen)
+    return sorted((module_file(m) for m in seen),
                   key=lambda p: p.relative_to(PACKAGE).as_posix())
 
 

@@ -5,7 +5,7 @@
 * :mod:`.prepare`: the corpus splits, the BPE vocabulary and the batch iterators (5.1);
 * :mod:`.loop`: :class:`Trainer`, the update loop (5.1-5.4);
 * :mod:`.precision`: which precision a run trains in on this hardware (bf16/fp16/fp32);
-* :mod:`.optimizers`: the paper's Adam (5.3) and Muon (:mod:`.muon`, not the paper's);
+* :mod:`.adam`: the paper's Adam (5.3); :mod:`.optimizers` picks it or Muon (:mod:`.muon`, not the paper's);
 * :mod:`.run_folder`: a run on disk (settings, metrics, checkpoints, resume);
 * :mod:`.distributed`: several GPUs under ``torchrun``; :mod:`.host_memory`: jemalloc.
 

@@ -1,6 +1,6 @@
 """Section 5: the training loop.
 
-Adam (5.3, :mod:`.optimizers`), the warm-up schedule of equation (3), label smoothing 0.1
+Adam (5.3, :mod:`.adam`), the warm-up schedule of equation (3), label smoothing 0.1
 and residual dropout (5.4), batches of about ``update_tokens`` target tokens built by
 length bucketing and gradient accumulation (5.1), in the precision :mod:`.precision`
 picks. The same entry point runs on one CPU, one GPU, or several GPUs under ``torchrun``

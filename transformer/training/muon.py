@@ -10,7 +10,7 @@ who use 0.2), so the trainer's learning rate of equation (3) drives both optimiz
 unchanged. 0.4 scored higher on Multi30k's valid split than 0.2
 (docs/notes/2026-12-cpu-experiments.md). The shared embedding / output matrix, the biases
 and the LayerNorm gains keep the paper's Adam
-(:func:`~transformer.training.optimizers.paper_adam`).
+(:func:`~transformer.training.adam.paper_adam`).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from collections import defaultdict
 
 import torch
 
-from .optimizers import paper_adam
+from .adam import paper_adam
 
 MUON_SCALE = 0.4
 
