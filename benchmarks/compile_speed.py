@@ -18,7 +18,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from vocab_speed import recipe_trainer  # noqa: E402

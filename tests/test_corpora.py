@@ -1,7 +1,6 @@
 """transformer.corpora: every corpus fetched by the project, checked by hash, all or
 nothing; the data root's one rule; a reader's fresh clone fetching what the book needs."""
 import gzip
-import hashlib
 import os
 import shutil
 import subprocess
@@ -10,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from corpus_host import CorpusHost, multi30k_host, offline_files
+from corpus_host import multi30k_host, offline_files
 from transformer import corpora, data
 from transformer.corpora import CORPORA, data_dir, fetch, normalised_text, verify
 from transformer.data import load_corpus

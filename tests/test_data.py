@@ -2,7 +2,6 @@
 import gzip
 import os
 import sys
-from pathlib import Path
 
 import pytest
 

@@ -2,7 +2,6 @@
 against the paper's plain code (outputs and gradients, fp32, post- and pre-norm)."""
 import pytest
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 

@@ -4,7 +4,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer import FastTransformer, ModelConfig, Transformer, fast_form
+from transformer import FastTransformer, ModelConfig, Transformer
 from transformer.attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
 from transformer.tools.interop import (copy_attention, to_torch_transformer, torch_decoder_layer,
                                  torch_encoder_layer)

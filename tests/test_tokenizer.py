@@ -1,7 +1,6 @@
 """transformer.tokenizer: shared BPE vocabulary, determinism, round trip, special ids."""
 import os
 import random
-from pathlib import Path
 
 import pytest
 import torch
