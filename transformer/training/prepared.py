@@ -35,8 +35,6 @@ import math
 import multiprocessing
 import os
 import random
-import shutil
-import tempfile
 import time
 from pathlib import Path
 
@@ -46,6 +44,7 @@ import torch
 from ..batching import Batch, BatchIterator, BatchPlan, token_batch_plan
 from ..config import BOS_ID, EOS_ID, PAD_ID
 from ..data import CorpusStream, ParallelCorpus, data_dir, mixture_parts, resolve_corpus
+from ..output import output_folder
 from ..tokenizer import Tokenizer
 
 FORMAT, VERSION = "transformer-prepared-corpus", 1
@@ -228,10 +227,10 @@ def prepare_corpus(cfg, out: str | os.PathLike, sample: int = DEFAULT_SAMPLE,
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ValueError(f"{out} exists and is not a prepared corpus: choose another folder")
     workers = workers or min(8, os.cpu_count() or 1)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-"))
     start = time.perf_counter()
-    try:
+    # a temporary folder beside out, renamed to it when complete; one that a killed run
+    # left is removed (transformer/output.py)
+    with output_folder(out) as scratch:
         train = CorpusStream(cfg.corpus, "train", cfg.data_root)
         if tokenizer is None:
             pairs, n, digest = _sample_pairs(train, sample, cfg.seed)
@@ -270,11 +269,6 @@ def prepare_corpus(cfg, out: str | os.PathLike, sample: int = DEFAULT_SAMPLE,
                     "bpe_pairs": bpe_pairs, "splits": splits,
                     "seconds": round(time.perf_counter() - start, 1)}
         (scratch / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-        os.chmod(scratch, 0o755)
-        os.replace(scratch, out)                  # whole, or not at all
-    finally:
-        if scratch.exists():
-            shutil.rmtree(scratch, ignore_errors=True)
     log(f"prepared {cfg.corpus} into {out} in {time.perf_counter() - start:.0f} s")
     return out
 
