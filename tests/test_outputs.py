@@ -16,11 +16,13 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 import processes
 from test_cli import one_line_error, run_cli, train_args, write_corpus
+from transformer.checkpoint import load_checkpoint, save_checkpoint
 from transformer.output import open_output, remove_leftovers
 from transformer.tools import cli
 
@@ -251,6 +253,85 @@ def test_an_export_onto_a_full_disk_leaves_no_folder(capsys, toy, tmp_path, monk
     code, _, err = run_cli(capsys, ["export", toy["model"], "--out", tmp_path / "web"])
     assert code == 2 and "no space left on device" in one_line_error(err)
     assert list(tmp_path.iterdir()) == []                   # no partial folder, no scratch
+
+
+# ------------------------------------------------------ a checkpoint and its vocabulary
+def foreign_tokenizer(path: Path, size: int):
+    from transformer.tokenizer import Tokenizer
+    words = "Zebra Quokka Xylophon jubelt schwimmt über Brücken und Felder".split()
+    text = [" ".join(words[(i + j) % len(words)] for j in range(1 + i % 7)) for i in range(400)]
+    return Tokenizer.train(text, path, vocab_size=size)
+
+
+def test_a_foreign_tokenizer_of_the_same_size_is_refused(capsys, toy, tmp_path):
+    state = load_checkpoint(toy["model"])
+    del state["tokenizer"]                                  # a stripped checkpoint
+    path = save_checkpoint(state, tmp_path / "model.pt")
+    spm = tmp_path / "spm.model"
+    assert foreign_tokenizer(spm, state["model_config"]["vocab_size"]).vocab_size == 120
+    (tmp_path / "in.txt").write_text("the dog runs.\n")
+    argv = ["translate", path, "--input", tmp_path / "in.txt", "--output", tmp_path / "out.txt"]
+    code, _, err = run_cli(capsys, argv)
+    line = one_line_error(err)
+    assert code == 2 and f"{spm} is not the vocabulary {path} was trained with" in line
+    assert not (tmp_path / "out.txt").exists()
+    spm.write_bytes((toy["run"] / "spm.model").read_bytes())   # its own: accepted
+    code, _, err = run_cli(capsys, argv)
+    assert code == 0, err
+
+
+def test_a_checkpoint_without_a_fingerprint_loads_as_before(toy, tmp_path):
+    from transformer.inference import load_model
+    state = load_checkpoint(toy["model"])
+    assert state["vocabulary"].startswith("sha256:")       # recorded by training
+    del state["vocabulary"]                                 # as written by older versions
+    model, tokenizer = load_model(save_checkpoint(state, tmp_path / "old.pt"))
+    assert tokenizer.vocab_size == model.cfg.vocab_size == 120
+
+
+def test_averaging_keeps_the_fingerprint(capsys, toy, tmp_path):
+    code, _, err = run_cli(capsys, ["average", toy["run"] / "checkpoints", "--out",
+                                    tmp_path / "avg.pt"])
+    assert code == 0, err
+    assert load_checkpoint(tmp_path / "avg.pt")["vocabulary"] == \
+        load_checkpoint(toy["model"])["vocabulary"]
+
+
+# ------------------------------------------------------ what is loaded is checked
+@pytest.mark.parametrize("field, value", [("d_model", "16"), ("n_heads", 2.0),
+                                          ("dropout", "0.1"), ("share_embeddings", "yes")])
+def test_a_config_value_of_the_wrong_type_is_one_line(capsys, toy, tmp_path, field, value):
+    state = load_checkpoint(toy["model"])
+    state["model_config"][field] = value
+    path = save_checkpoint(state, tmp_path / "model.pt")
+    (tmp_path / "in.txt").write_text("the dog runs.\n")
+    code, _, err = run_cli(capsys, ["translate", path, "--input", tmp_path / "in.txt"])
+    line = one_line_error(err)
+    assert code == 2 and str(path) in line and f"ModelConfig.{field} must be" in line
+
+
+@pytest.mark.parametrize("damage", ["ids", "offsets"])
+def test_a_prepared_folder_with_ids_past_the_vocabulary_is_one_line(capsys, toy, tmp_path,
+                                                                      damage):
+    folder = tmp_path / "prepared"
+    code, _, err = run_cli(capsys, ["prepare", "--corpus", toy["corpus"], "--out", folder,
+                                    "--vocab-size", 120, "--workers", 1])
+    assert code == 0, err
+    if damage == "ids":
+        ids = np.memmap(folder / "train.de.ids", dtype=np.uint16, mode="r+")
+        ids[7] = 120                                        # one past the last piece
+        name = "train.de.ids"
+    else:
+        offsets = np.memmap(folder / "train.en.offsets", dtype=np.int64, mode="r+")
+        offsets[5] = offsets[7]                             # sentence 5 ends before it starts
+        name = "train.en.offsets"
+    ids = offsets = None
+    argv = train_args(folder, tmp_path / "run")
+    code, _, err = run_cli(capsys, argv)
+    line = one_line_error(err)
+    assert code == 2 and str(folder / name) in line
+    assert ("outside the vocabulary" if damage == "ids" else "ends before it starts") in line
+    assert not (tmp_path / "run" / "run.json").exists()
 
 
 # ------------------------------------------------------ Ctrl-C's count equals the file

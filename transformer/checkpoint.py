@@ -7,11 +7,15 @@
 * :func:`load_checkpoint` uses ``torch.load(..., weights_only=True)``: tensors and
   plain containers only, no code runs. A damaged file raises :class:`CheckpointError`
   naming it.
+* A checkpoint records the fingerprint of the vocabulary it was trained with
+  (:func:`vocabulary_fingerprint`, ``state["vocabulary"]``): loading it with any other
+  tokenizer is refused (:func:`check_vocabulary`), even one of the same size.
 * :func:`average_checkpoints`: "For the base models, we used a single model obtained by
   averaging the last 5 checkpoints, which were written at 10-minute intervals."
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -89,6 +93,30 @@ def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
     return state
 
 
+def vocabulary_fingerprint(tokenizer) -> str:
+    """The fingerprint a checkpoint records of its vocabulary: ``sha256:`` and the hash
+    of the serialized SentencePiece model (``tokenizer``: a Tokenizer, or its bytes)."""
+    model = tokenizer if isinstance(tokenizer, (bytes, bytearray)) else tokenizer.serialized()
+    return "sha256:" + hashlib.sha256(bytes(model)).hexdigest()
+
+
+def check_vocabulary(path, state: dict, tokenizer, source: str) -> None:
+    """Raise :class:`CheckpointError` naming both unless ``tokenizer`` (found at
+    ``source``) is the vocabulary checkpoint ``path`` (its ``state``) was trained with.
+    A checkpoint without a fingerprint (written by an older version) passes."""
+    recorded = state.get("vocabulary")
+    if recorded is None:
+        return
+    if not isinstance(recorded, str):
+        raise CheckpointError(f"{path}: its 'vocabulary' entry is not a fingerprint "
+                              f"({type(recorded).__name__})")
+    found = vocabulary_fingerprint(tokenizer)
+    if found != recorded:
+        raise CheckpointError(f"{source} is not the vocabulary {path} was trained with "
+                              f"({found[:19]}... there, {recorded[:19]}... recorded in the "
+                              f"checkpoint): use that run's spm.model")
+
+
 def step_checkpoints(folder: str | os.PathLike) -> list[Path]:
     """``step_*.pt`` files in ``folder``, oldest step first."""
     folder = Path(folder)
@@ -120,7 +148,8 @@ def average_checkpoints(paths: list[str | os.PathLike]) -> dict:
         raise ValueError("average_checkpoints needs at least one checkpoint")
     last = paths[-1]
     ref = {k: v for k, v in load_checkpoint(last).items()            # no optimizer state
-           if k in ("model", "model_config", "train_config", "tokenizer", "step")}
+           if k in ("model", "model_config", "train_config", "tokenizer", "vocabulary",
+                    "step")}
     sums = {k: v.to(torch.float64, copy=True) for k, v in ref["model"].items()
             if v.is_floating_point()}
     for p in paths[:-1]:
@@ -149,6 +178,8 @@ def _check_same_run(path, state: dict, last, ref: dict) -> None:
                               f"checkpoints of the same model (a different vocabulary or size)")
     if state.get("model_config", {}).get("vocab_size") != ref.get("model_config", {}).get(
             "vocab_size") or ("tokenizer" in state and "tokenizer" in ref
-                              and bytes(state["tokenizer"]) != bytes(ref["tokenizer"])):
+                              and bytes(state["tokenizer"]) != bytes(ref["tokenizer"])) or (
+            "vocabulary" in state and "vocabulary" in ref
+            and state["vocabulary"] != ref["vocabulary"]):
         raise CheckpointError(f"{path} and {last} have different vocabularies: they are "
                               f"not checkpoints of the same run")
