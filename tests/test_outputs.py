@@ -23,7 +23,6 @@ import torch
 import processes
 from test_cli import one_line_error, run_cli, train_args, write_corpus
 from transformer.checkpoint import load_checkpoint, save_checkpoint
-from transformer.output import open_output, remove_leftovers
 from transformer.tools import cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -156,7 +155,9 @@ def test_two_translations_into_one_output_leave_one_whole_file(capsys, toy, tmp_
         fifo = tmp_path / f"{name}.fifo"                    # the input arrives on a signal
         os.mkfifo(fifo)
         inputs.append((fifo, text))
-    assert expected[0] != expected[1]
+    # a's output is the longer, and b starts writing while a is writing (or after it):
+    # written in place, the file would hold b's lines over a's first ones and a's tail
+    assert len(expected[0]) > len(expected[1]) and expected[0][:20] != expected[1][:20]
     for fifo, _ in inputs:
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "transformer", *map(str, translate_args(toy, fifo, out)),
@@ -174,11 +175,14 @@ def test_two_translations_into_one_output_leave_one_whole_file(capsys, toy, tmp_
                     assert exc.errno == errno.ENXIO and proc.poll() is None and \
                         time.monotonic() < deadline, proc.stderr and proc.stderr.read()
                     time.sleep(0.02)
-        for end, (_, text) in zip(ends, inputs):           # both start decoding together
+        for i, (end, (_, text)) in enumerate(zip(ends, inputs)):
             os.set_blocking(end, True)
             os.write(end, text.encode())
-        for end in ends:
             os.close(end)
+            deadline = time.monotonic() + 120
+            while i == 0 and not any(p.stat().st_size for p in tmp_path.glob("*out.txt*")):
+                assert time.monotonic() < deadline and procs[0].poll() in (None, 0)
+                time.sleep(0.01)                               # a has written a line
         results = [proc.communicate(timeout=300) for proc in procs]
     finally:
         for proc in procs:
@@ -219,6 +223,7 @@ def test_a_killed_prepare_leaves_nothing_after_the_next_run(capsys, toy, tmp_pat
 
 
 def test_a_temporary_file_is_swept_only_once_its_writer_is_gone(tmp_path):
+    from transformer.output import open_output, remove_leftovers
     target = tmp_path / "out.txt"
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from transformer.output import open_output\n"
@@ -337,11 +342,11 @@ def test_a_prepared_folder_with_ids_past_the_vocabulary_is_one_line(capsys, toy,
 # ------------------------------------------------------ Ctrl-C's count equals the file
 def interrupt_at(k: int, files: tuple[str, ...], start):
     """A trace function that sends this process SIGINT at the k-th line executed in
-    ``files`` after the function ``start`` is entered (a point forced, not timed)."""
+    ``files`` once the function ``start`` has been entered (a point forced, not timed)."""
     seen = {"on": False, "n": 0}
 
     def local(frame, event, arg):
-        if event == "line":
+        if event == "line" and seen["on"]:
             seen["n"] += 1
             if seen["n"] == k:
                 signal.raise_signal(signal.SIGINT)
@@ -350,9 +355,7 @@ def interrupt_at(k: int, files: tuple[str, ...], start):
     def tracer(frame, event, arg):
         if frame.f_code is start:
             seen["on"] = True
-        if seen["on"] and frame.f_code.co_filename in files:
-            return local
-        return None
+        return local if frame.f_code.co_filename in files else None
     return tracer, seen
 
 
