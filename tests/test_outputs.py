@@ -303,11 +303,13 @@ def test_averaging_keeps_the_fingerprint(capsys, toy, tmp_path):
 
 
 # ------------------------------------------------------ what is loaded is checked
-@pytest.mark.parametrize("field, value", [("d_model", "16"), ("n_heads", 2.0),
-                                          ("dropout", "0.1"), ("share_embeddings", "yes")])
-def test_a_config_value_of_the_wrong_type_is_one_line(capsys, toy, tmp_path, field, value):
+@pytest.mark.parametrize("field, changes", [
+    ("d_model", {"d_model": "16", "d_k": None, "d_v": None}),    # was a TypeError (//)
+    ("d_model", {"d_model": "16"}), ("n_heads", {"n_heads": 2.0}),
+    ("dropout", {"dropout": "0.1"}), ("share_embeddings", {"share_embeddings": "yes"})])
+def test_a_config_value_of_the_wrong_type_is_one_line(capsys, toy, tmp_path, field, changes):
     state = load_checkpoint(toy["model"])
-    state["model_config"][field] = value
+    state["model_config"].update(changes)
     path = save_checkpoint(state, tmp_path / "model.pt")
     (tmp_path / "in.txt").write_text("the dog runs.\n")
     code, _, err = run_cli(capsys, ["translate", path, "--input", tmp_path / "in.txt"])
