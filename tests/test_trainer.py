@@ -34,8 +34,8 @@ REPO = Path(__file__).resolve().parents[1]
 #   STOP_AFTER_LOG=k      block after metrics.jsonl got the record of update k
 #   STALL_WRITE=name      block halfway through writing the file whose name contains `name`
 WRAPPER = textwrap.dedent('''
-    import builtins, os, sys, time
-    import transformer.checkpoint as checkpoint
+    import os, sys, time
+    import transformer.output as output
     import transformer.training.run_folder as run_folder
     from transformer.tools import cli
 
@@ -43,26 +43,14 @@ WRAPPER = textwrap.dedent('''
         print(message, flush=True)
         time.sleep(3600)
 
-    class HalfWriter:
-        def __init__(self, f):
-            self.f = f
-        def write(self, data):
-            data = memoryview(data)
-            self.f.write(data[: len(data) // 2])
-            self.f.flush()
-            stall("half of the checkpoint written")
-        def __enter__(self):
-            return self
-        def __exit__(self, *exc):
-            self.f.close()
-        def __getattr__(self, name):
-            return getattr(self.f, name)
-
     if os.environ.get("STALL_WRITE"):
-        def slow_open(path, mode="r", *args, **kw):
-            f = builtins.open(path, mode, *args, **kw)
-            return HalfWriter(f) if os.environ["STALL_WRITE"] in os.fspath(path) else f
-        checkpoint.open = slow_open           # save_checkpoint's open(), nothing else
+        write = output.Output.write
+        def half_write(self, data):           # every output file is written by Output.write
+            if os.environ["STALL_WRITE"] in str(self.path):
+                write(self, memoryview(data)[: len(data) // 2])
+                stall("half of the checkpoint written")
+            return write(self, data)
+        output.Output.write = half_write
     if os.environ.get("STOP_AFTER_LOG"):
         stop, log = int(os.environ["STOP_AFTER_LOG"]), run_folder.RunFolder.log
         def log_then_stop(self, record):

@@ -1,23 +1,28 @@
 """Checkpoints that survive crashes, load safely, and average (section 6.1).
 
 * :func:`save_checkpoint` writes to a temporary file in the same folder, flushes it to
-  disk and renames it into place: a crash leaves the old files and at worst a stray
-  ``*.tmp``, never a half-written checkpoint under a real name.
+  disk and renames it into place (:mod:`transformer.output`): a crash leaves the old files
+  and at worst a stray ``.*.tmp``, which the next save removes, never a half-written
+  checkpoint under a real name.
 * :func:`load_checkpoint` uses ``torch.load(..., weights_only=True)``: tensors and
   plain containers only, no code runs. A damaged file raises :class:`CheckpointError`
   naming it.
+* A checkpoint records the fingerprint of the vocabulary it was trained with
+  (:func:`vocabulary_fingerprint`, ``state["vocabulary"]``): loading it with any other
+  tokenizer is refused (:func:`check_vocabulary`), even one of the same size.
 * :func:`average_checkpoints`: "For the base models, we used a single model obtained by
   averaging the last 5 checkpoints, which were written at 10-minute intervals."
 """
 from __future__ import annotations
 
-import errno
+import hashlib
 import os
 import re
-import shutil
 from pathlib import Path
 
 import torch
+
+from .output import Output, remove_leftovers, write_output
 
 
 class CheckpointError(RuntimeError):
@@ -35,68 +40,28 @@ def step_file(step: int) -> str:
 
 
 def write_atomic(path: str | os.PathLike, data) -> Path:
-    """Write ``data`` to ``path`` atomically: a temporary file in the same folder
-    (``.<name>.<pid>.tmp``), flushed to disk, then renamed into place. A crash never
-    leaves a half-written ``path``; at worst a stray temporary file, which
-    :func:`prune_checkpoints` removes. ``data``: bytes, or a function that writes into
-    the open binary file (so a large state streams to disk without a copy in memory)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        try:
-            with open(tmp, "wb") as f:
-                data(f) if callable(data) else f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-        except RuntimeError as exc:         # torch.save's writer: "unexpected pos 64 vs 0"
-            if not re.search(r"unexpected pos|writ", str(exc), re.IGNORECASE):
-                raise
-            raise _write_failure(exc, path) from exc
-        except OSError as exc:              # a write's own error names no file: name it
-            if exc.filename is not None or exc.errno is None:
-                raise
-            raise OSError(exc.errno, exc.strerror, str(path)) from exc
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():                    # an exception, not a crash: clean up now
-            tmp.unlink()
-    try:   # make the rename itself durable
-        fd = os.open(path.parent, os.O_RDONLY)
-        os.fsync(fd)
-        os.close(fd)
-    except OSError:
-        pass
-    return path
+    """Write ``data`` to ``path`` whole or not at all: :func:`transformer.output.write_output`
+    (a temporary file beside it, flushed to disk and renamed into place; a device or pipe is
+    written directly). ``data``: bytes, or a function that writes into the open binary file
+    (so a large state streams to disk without a copy in memory)."""
+    return write_output(path, data)
 
 
-def _write_failure(exc: RuntimeError, path: Path) -> OSError:
-    """The OSError behind a failed ``torch.save``, whose own message ("unexpected pos 64 vs
-    0", "file write failed") does not say why: a full disk when the folder has (next to)
-    no space left, else an input/output error."""
-    try:
-        full = shutil.disk_usage(path.parent).free < 1 << 20
-    except OSError:
-        full = False
-    if full:
-        return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
-    reason = (str(exc).strip().splitlines() or ["?"])[0][:200]
-    return OSError(errno.EIO, f"writing failed ({reason})", str(path))
-
-
-def save_checkpoint(state: dict, path: str | os.PathLike) -> Path:
+def save_checkpoint(state: dict, path) -> Path:
     """Write ``state`` to ``path`` with :func:`write_atomic` (``torch.save`` format),
     streamed into the file: no in-memory copy of the checkpoint (which stayed resident
-    after every save, 0.35 GB for the CPU preset; docs/notes/2026-12-benchmarks.md, "Host memory")."""
+    after every save, 0.35 GB for the CPU preset; docs/notes/2026-12-benchmarks.md, "Host memory").
+    ``path`` may be an :class:`~transformer.output.Output` opened earlier (the command
+    line opens its outputs before the work)."""
+    if isinstance(path, Output):
+        path.write_with(lambda f: torch.save(state, f))
+        return path.path
     return write_atomic(path, lambda f: torch.save(state, f))
 
 
-def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
-    """The state saved in ``path``, loaded with ``weights_only=True`` (no code runs).
-
-    Raises :class:`CheckpointError` naming the file when it is missing, a folder, damaged,
-    or not a checkpoint of this package.
-    """
+def checkpoint_file(path: str | os.PathLike) -> Path:
+    """``path`` as a Path when it names a file; else :class:`CheckpointError` says so (a
+    folder: which checkpoint inside it to give)."""
     path = Path(path)
     if path.is_dir():
         inside = ([p.name for p in (path / "average.pt",) if p.is_file()]
@@ -106,6 +71,16 @@ def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
         raise CheckpointError(f"{path} is a folder: give a checkpoint file{hint}")
     if not path.is_file():
         raise CheckpointError(f"checkpoint not found: {path}")
+    return path
+
+
+def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
+    """The state saved in ``path``, loaded with ``weights_only=True`` (no code runs).
+
+    Raises :class:`CheckpointError` naming the file when it is missing, a folder, damaged,
+    or not a checkpoint of this package.
+    """
+    path = checkpoint_file(path)
     try:
         state = torch.load(path, map_location=map_location, weights_only=True)
     except Exception as exc:  # truncated zip, garbage bytes, disallowed pickle globals
@@ -116,6 +91,30 @@ def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
     if not isinstance(state, dict) or "model" not in state:
         raise CheckpointError(f"{path} is not a transformer checkpoint (no 'model' entry)")
     return state
+
+
+def vocabulary_fingerprint(tokenizer) -> str:
+    """The fingerprint a checkpoint records of its vocabulary: ``sha256:`` and the hash
+    of the serialized SentencePiece model (``tokenizer``: a Tokenizer, or its bytes)."""
+    model = tokenizer if isinstance(tokenizer, (bytes, bytearray)) else tokenizer.serialized()
+    return "sha256:" + hashlib.sha256(bytes(model)).hexdigest()
+
+
+def check_vocabulary(path, state: dict, tokenizer, source: str) -> None:
+    """Raise :class:`CheckpointError` naming both unless ``tokenizer`` (found at
+    ``source``) is the vocabulary checkpoint ``path`` (its ``state``) was trained with.
+    A checkpoint without a fingerprint (written by an older version) passes."""
+    recorded = state.get("vocabulary")
+    if recorded is None:
+        return
+    if not isinstance(recorded, str):
+        raise CheckpointError(f"{path}: its 'vocabulary' entry is not a fingerprint "
+                              f"({type(recorded).__name__})")
+    found = vocabulary_fingerprint(tokenizer)
+    if found != recorded:
+        raise CheckpointError(f"{source} is not the vocabulary {path} was trained with "
+                              f"({found[:19]}... there, {recorded[:19]}... recorded in the "
+                              f"checkpoint): use that run's spm.model")
 
 
 def step_checkpoints(folder: str | os.PathLike) -> list[Path]:
@@ -129,12 +128,10 @@ def step_checkpoints(folder: str | os.PathLike) -> list[Path]:
 
 def prune_checkpoints(folder: str | os.PathLike, keep_last: int) -> None:
     """Delete all but the newest ``keep_last`` step checkpoints, and temporary files that
-    an interrupted save of another process left behind."""
+    an interrupted save of a process that has ended left behind."""
     for path in step_checkpoints(folder)[:-keep_last]:
         path.unlink(missing_ok=True)
-    for stray in Path(folder).glob(".*.tmp"):   # left by a crash during a save
-        if str(os.getpid()) not in stray.name:
-            stray.unlink(missing_ok=True)
+    remove_leftovers(folder)                     # left by a crash during a save
 
 
 def average_checkpoints(paths: list[str | os.PathLike]) -> dict:
@@ -151,7 +148,8 @@ def average_checkpoints(paths: list[str | os.PathLike]) -> dict:
         raise ValueError("average_checkpoints needs at least one checkpoint")
     last = paths[-1]
     ref = {k: v for k, v in load_checkpoint(last).items()            # no optimizer state
-           if k in ("model", "model_config", "train_config", "tokenizer", "step")}
+           if k in ("model", "model_config", "train_config", "tokenizer", "vocabulary",
+                    "step")}
     sums = {k: v.to(torch.float64, copy=True) for k, v in ref["model"].items()
             if v.is_floating_point()}
     for p in paths[:-1]:
@@ -180,6 +178,8 @@ def _check_same_run(path, state: dict, last, ref: dict) -> None:
                               f"checkpoints of the same model (a different vocabulary or size)")
     if state.get("model_config", {}).get("vocab_size") != ref.get("model_config", {}).get(
             "vocab_size") or ("tokenizer" in state and "tokenizer" in ref
-                              and bytes(state["tokenizer"]) != bytes(ref["tokenizer"])):
+                              and bytes(state["tokenizer"]) != bytes(ref["tokenizer"])) or (
+            "vocabulary" in state and "vocabulary" in ref
+            and state["vocabulary"] != ref["vocabulary"]):
         raise CheckpointError(f"{path} and {last} have different vocabularies: they are "
                               f"not checkpoints of the same run")

@@ -46,10 +46,11 @@ class ModelConfig:
     extra: dict = field(default_factory=dict, repr=False)  # free-form notes (preset name)
 
     def __post_init__(self):
-        if self.d_k is None and isinstance(self.n_heads, int) and self.n_heads > 0:
-            self.d_k = self.d_model // self.n_heads
-        if self.d_v is None and isinstance(self.n_heads, int) and self.n_heads > 0:
-            self.d_v = self.d_model // self.n_heads
+        if _positive_int(self.n_heads) and _positive_int(self.d_model):
+            if self.d_k is None:
+                self.d_k = self.d_model // self.n_heads
+            if self.d_v is None:
+                self.d_v = self.d_model // self.n_heads
         if self.tgt_vocab_size is None:
             self.tgt_vocab_size = self.vocab_size
         self.validate()
@@ -61,15 +62,23 @@ class ModelConfig:
                     "d_ff", "n_encoder_layers", "n_decoder_layers", "max_len")
         for name in positive:
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            if not _positive_int(value):
                 raise ValueError(f"ModelConfig.{name} must be a positive integer, got {value!r}")
         if self.d_model % self.n_heads:
             raise ValueError(f"ModelConfig.d_model={self.d_model} is not divisible by "
                              f"n_heads={self.n_heads}")
         for name in ("dropout", "attention_dropout", "activation_dropout"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+            if not _number(value) or not 0.0 <= value < 1.0:
                 raise ValueError(f"ModelConfig.{name} must be in [0, 1), got {value!r}")
+        if not _number(self.layer_norm_eps) or not 0.0 < self.layer_norm_eps < 1.0:
+            raise ValueError(f"ModelConfig.layer_norm_eps must be in (0, 1), got "
+                             f"{self.layer_norm_eps!r}")
+        if not isinstance(self.share_embeddings, bool):
+            raise ValueError(f"ModelConfig.share_embeddings must be true or false, got "
+                             f"{self.share_embeddings!r}")
+        if not isinstance(self.extra, dict):
+            raise ValueError(f"ModelConfig.extra must be a dict, got {self.extra!r}")
         if self.norm_position not in ("post", "pre"):
             raise ValueError(f"ModelConfig.norm_position must be 'post' or 'pre', "
                              f"got {self.norm_position!r}")
@@ -82,7 +91,7 @@ class ModelConfig:
                              f"tgt_vocab_size={self.tgt_vocab_size}")
         for name in ("pad_id", "bos_id", "eos_id", "unk_id"):
             value = getattr(self, name)
-            if not isinstance(value, int) or not 0 <= value < min(self.vocab_size,
+            if not _int(value) or not 0 <= value < min(self.vocab_size,
                                                                   self.tgt_vocab_size):
                 raise ValueError(f"ModelConfig.{name}={value!r} is not a token id of the "
                                  f"vocabulary (size {self.vocab_size})")
@@ -133,9 +142,25 @@ class ModelConfig:
 
     @classmethod
     def from_dict(cls, values: dict) -> "ModelConfig":
-        """The inverse of :meth:`to_dict`; unknown keys (from other versions) are ignored."""
+        """The inverse of :meth:`to_dict`; unknown keys (from other versions) are ignored.
+        A value of the wrong type or range raises ``ValueError`` naming its field."""
+        if not isinstance(values, dict):
+            raise ValueError(f"a model configuration must be a dict, got "
+                             f"{type(values).__name__}")
         fields = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in fields})
+
+
+def _int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _positive_int(value) -> bool:
+    return _int(value) and value > 0
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 PRESETS: dict[str, dict] = {

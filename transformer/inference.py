@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import CheckpointError, load_checkpoint
+from .checkpoint import CheckpointError, check_vocabulary, load_checkpoint
 from .config import ModelConfig
 from .fast import FastTransformer
 from .tokenizer import Tokenizer
@@ -45,12 +45,29 @@ def resolve_device(name: str | torch.device = "auto") -> torch.device:
 
 def _tokenizer_for(path: Path, state: dict) -> tuple[Tokenizer, str]:
     if "tokenizer" in state:
-        return Tokenizer.from_serialized(state["tokenizer"]), f"the tokenizer inside {path}"
+        try:
+            return (Tokenizer.from_serialized(bytes(state["tokenizer"])),
+                    f"the tokenizer inside {path}")
+        except (TypeError, ValueError) as exc:
+            raise CheckpointError(f"{path}: its 'tokenizer' entry is not a SentencePiece "
+                                  f"model ({exc})") from None
     folder = path.resolve().parent
     for candidate in (folder / "spm.model", folder.parent / "spm.model"):  # run/, run/checkpoints/
         if candidate.is_file():
             return Tokenizer.load(candidate), str(candidate)
     raise CheckpointError(f"{path} carries no tokenizer and no spm.model lies beside it")
+
+
+def model_config(path: str | os.PathLike, state: dict) -> ModelConfig:
+    """The :class:`~transformer.config.ModelConfig` a checkpoint's ``model_config`` holds;
+    a missing entry, or a field of the wrong type or range, raises
+    :class:`~transformer.checkpoint.CheckpointError` naming the file and the field."""
+    if not isinstance(state.get("model_config"), dict):
+        raise CheckpointError(f"{path} has no model_config: not a checkpoint of this package")
+    try:
+        return ModelConfig.from_dict(state["model_config"])
+    except (TypeError, ValueError) as exc:
+        raise CheckpointError(f"{path}: model_config is not usable: {exc}") from None
 
 
 def load_model(path: str | os.PathLike, device: str | torch.device = "cpu"
@@ -59,15 +76,16 @@ def load_model(path: str | os.PathLike, device: str | torch.device = "cpu"
 
     The tokenizer is the one stored in the checkpoint, else the run folder's
     ``spm.model``. Raises :class:`~transformer.checkpoint.CheckpointError` naming the file
-    when it is not a checkpoint, its weights do not fit its configuration, or the
-    tokenizer's vocabulary is not the model's.
+    when it is not a checkpoint, its configuration holds a value of the wrong type or
+    range, its weights do not fit its configuration, or the tokenizer is not the one the
+    model was trained with (its fingerprint, :func:`~transformer.checkpoint.vocabulary_fingerprint`,
+    differs from the checkpoint's; a checkpoint written before fingerprints is checked by
+    the vocabulary's size alone).
     """
     path = Path(path)
     device = resolve_device(device)
     state = load_checkpoint(path, map_location=device)
-    if not isinstance(state.get("model_config"), dict):
-        raise CheckpointError(f"{path} has no model_config: not a checkpoint of this package")
-    cfg = ModelConfig.from_dict(state["model_config"])
+    cfg = model_config(path, state)
     model = FastTransformer(cfg)
     try:
         model.load_state_dict(state["model"])
@@ -81,4 +99,5 @@ def load_model(path: str | os.PathLike, device: str | torch.device = "cpu"
         raise CheckpointError(f"tokenizer and model do not match: {source} has "
                               f"{tokenizer.vocab_size} pieces but the model in {path} has a "
                               f"vocabulary of {cfg.vocab_size}")
+    check_vocabulary(path, state, tokenizer, source)     # the same size is not enough
     return model, tokenizer

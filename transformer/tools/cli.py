@@ -346,29 +346,87 @@ def read_sentences(path: str | None) -> list[str]:
     return lines
 
 
+class _CtrlCBetweenLines:
+    """Ctrl-C held back while a finished translation is written and counted, and once all
+    are written, so the count a stopped ``translate`` reports is the lines in its output,
+    wherever the signal lands (it said 4 where the file held 5 when Ctrl-C came between
+    writing a line and counting it). Elsewhere, in the decoding, Ctrl-C stops at once.
+    Installed only in the main thread and where Ctrl-C raises KeyboardInterrupt (not where
+    it is ignored, as in a background job)."""
+
+    def __init__(self):
+        self.holding = self.pending = False
+        self.previous = None
+
+    def install(self) -> None:
+        import signal
+        import threading
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self.previous = signal.signal(signal.SIGINT, self._on_sigint)
+
+    def restore(self) -> None:
+        import signal
+        previous, self.previous = self.previous, None
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+    def _on_sigint(self, signum, frame):
+        if self.holding:
+            self.pending = True
+        else:
+            raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def held(self):
+        """A block Ctrl-C does not cut: a Ctrl-C within it is raised when it ends."""
+        self.holding = True
+        try:
+            yield
+        finally:
+            self.holding = False
+        if self.pending:
+            self.pending = False
+            raise KeyboardInterrupt
+
+
 def cmd_translate(args):
     """``translate``: decode each input line with beam search (section 6.1), writing each
-    translation as soon as it and the ones before it are done (a blank line stays blank)."""
+    translation as soon as it and the ones before it are done (a blank line stays blank).
+    An ``--output`` file is written beside its name and renamed into place when complete
+    (:mod:`transformer.output`); on Ctrl-C the finished lines are put in place and the
+    message says how many."""
     from ..decoding import doubt, translations
+    from ..output import open_output
     model, tokenizer = _load(args)
-    written = 0
-    # opened before reading and decoding: a path that cannot be written fails at once
-    with open(args.output, "w", encoding="utf-8") if args.output else \
-            contextlib.nullcontext(sys.stdout) as sink:
+    ctrl_c, sink, lines, written = _CtrlCBetweenLines(), None, None, 0
+    try:
+        ctrl_c.install()
+        # opened before reading and decoding: a path that cannot be written fails at once
+        sink = open_output(args.output)
         lines = read_sentences(args.input)
-        try:
-            for line in translations(model, tokenizer, lines, beam_size=args.beam,
-                                     alpha=args.alpha, max_extra=args.max_extra,
-                                     device=next(model.parameters()).device):
+        for line in translations(model, tokenizer, lines, beam_size=args.beam,
+                                 alpha=args.alpha, max_extra=args.max_extra,
+                                 device=next(model.parameters()).device):
+            with ctrl_c.held():
                 sink.write(line + "\n")
-                sink.flush()
-                reason = doubt(tokenizer.encode(lines[written]), model.cfg.unk_id, line)
-                if reason:                 # on stderr: the output keeps one line per input
-                    print(f"line {written + 1}: the model is unsure: {reason}", file=sys.stderr)
                 written += 1
-        except KeyboardInterrupt:
-            raise Interrupted(f"interrupted: the first {written} of {len(lines)} translations "
-                              f"are in {args.output or 'the output'}") from None
+            reason = doubt(tokenizer.encode(lines[written - 1]), model.cfg.unk_id, line)
+            if reason:                     # on stderr: the output keeps one line per input
+                print(f"line {written}: the model is unsure: {reason}", file=sys.stderr)
+        ctrl_c.holding = True              # all written: a Ctrl-C now changes nothing
+        sink.commit()
+    except KeyboardInterrupt:
+        ctrl_c.holding = True              # a second Ctrl-C does not cut this short
+        if lines is None:                  # before any translation: the old file stays
+            raise
+        sink.commit()                      # the finished lines, whole, in place
+        raise Interrupted(f"interrupted: the first {written} of {len(lines)} translations "
+                          f"are in {args.output or 'the output'}") from None
+    finally:
+        if sink is not None:
+            sink.discard()                 # after a failure; nothing once committed
+        ctrl_c.restore()
 
 
 def cmd_evaluate(args):
@@ -376,44 +434,51 @@ def cmd_evaluate(args):
     from ..data import load_corpus
     from ..decoding import translate
     from ..evaluate import format_score, score
+    from ..output import open_output
     corpus = load_corpus(args.corpus, args.split, args.direction, args.data_root)
     model, tokenizer = _load(args)
     src, ref = corpus.src[:args.limit or None], corpus.tgt[:args.limit or None]
     # opened before any decoding: a path that cannot be written fails now, not at the end
-    with open(args.hypotheses, "w", encoding="utf-8") if args.hypotheses else \
-            contextlib.nullcontext() as sink:
+    with contextlib.ExitStack() as outputs:
+        hypotheses, record = (outputs.enter_context(open_output(path)) if path else None
+                              for path in (args.hypotheses, args.json))
         start = time.perf_counter()
         hyps = translate(model, tokenizer, src, beam_size=args.beam, alpha=args.alpha,
                          max_extra=args.max_extra, device=next(model.parameters()).device)
         seconds = time.perf_counter() - start
-        if sink is not None:
-            sink.writelines(h + "\n" for h in hyps)
-    result = score(hyps, ref)
-    print(format_score(result))
-    print(f"{len(src)} sentences of {args.corpus}/{args.split} ({args.direction}), beam "
-          f"{args.beam}, alpha {args.alpha}, {seconds:.1f} s")
-    if args.json:
-        from .provenance import provenance, write_record
-        write_record(args.json, {
-            "provenance": provenance(shlex.join(["python", "-m", "transformer", *args.argv]),
-                                     next(model.parameters()).device),
-            "checkpoint": str(args.checkpoint), "corpus": str(args.corpus), "split": args.split,
-            "direction": args.direction, "sentences": len(src), "beam": args.beam,
-            "alpha": args.alpha, "decode_seconds": round(seconds, 2),
-            **{k: v for k, v in result.items() if k != "n"}})
+        if hypotheses is not None:
+            hypotheses.write("".join(h + "\n" for h in hyps))
+        result = score(hyps, ref)
+        print(format_score(result))
+        print(f"{len(src)} sentences of {args.corpus}/{args.split} ({args.direction}), beam "
+              f"{args.beam}, alpha {args.alpha}, {seconds:.1f} s", flush=True)
+        if record is not None:
+            from .provenance import provenance, record_text
+            record.write(record_text({
+                "provenance": provenance(shlex.join(["python", "-m", "transformer",
+                                                     *args.argv]),
+                                         next(model.parameters()).device),
+                "checkpoint": str(args.checkpoint), "corpus": str(args.corpus),
+                "split": args.split, "direction": args.direction, "sentences": len(src),
+                "beam": args.beam, "alpha": args.alpha, "decode_seconds": round(seconds, 2),
+                **{k: v for k, v in result.items() if k != "n"}}))
 
 
 def cmd_average(args):
     """``average``: the element-wise mean of checkpoints (section 6.1) into ``--out``."""
     from pathlib import Path
-    from ..checkpoint import average_checkpoints, save_checkpoint, step_checkpoints
+    from ..checkpoint import (average_checkpoints, checkpoint_file, save_checkpoint,
+                              step_checkpoints)
+    from ..output import open_output
     paths = list(args.checkpoints)
     if len(paths) == 1 and Path(paths[0]).is_dir():
         paths = step_checkpoints(paths[0])
         if not paths:
             raise FileNotFoundError(f"no step_*.pt checkpoints in {args.checkpoints[0]}")
-    paths = paths[-args.last:] if args.last else paths
-    save_checkpoint(average_checkpoints(paths), args.out)
+    paths = [checkpoint_file(p) for p in (paths[-args.last:] if args.last else paths)]
+    with open_output(args.out, make_parents=True) as out:     # checked before the work
+        state = average_checkpoints(paths)
+        save_checkpoint(state, out)
     print(f"averaged {len(paths)} checkpoint{'s' if len(paths) > 1 else ''} into {args.out}")
 
 

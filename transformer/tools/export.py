@@ -42,6 +42,7 @@ from torch import nn
 from ..config import ModelConfig
 from ..fast import plain_form, record_attention
 from ..model import Transformer
+from ..output import output_folder
 from ..tokenizer import Tokenizer
 
 FORMAT = 1
@@ -222,7 +223,9 @@ def export_model(model: Transformer, tokenizer: Tokenizer, out: str | os.PathLik
     ``"int8"`` (see the module's notes). ``check``: run both graphs in onnxruntime on a
     sample batch and raise :class:`ExportError` unless logits, memory and attention agree
     within 1e-4 with torch's (with the weights rounded as stored: :func:`rounded_model`).
-    Returns the manifest.
+    Returns the manifest. The files are written into a temporary folder beside ``out``
+    and moved into it when all are written and checked: a failure (a full disk) leaves
+    ``out`` as it was.
     """
     _require_onnx()
     if weights not in WEIGHT_FORMS:
@@ -231,8 +234,12 @@ def export_model(model: Transformer, tokenizer: Tokenizer, out: str | os.PathLik
     if tokenizer.vocab_size != cfg.vocab_size:
         raise ExportError(f"the tokenizer has {tokenizer.vocab_size} pieces but the model "
                           f"{cfg.vocab_size} input ids: they do not belong together")
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    with output_folder(out) as work:     # whole or not at all (transformer/output.py)
+        return _write_export(model, tokenizer, work, opset, check, source, weights)
+
+
+def _write_export(model, tokenizer, out: Path, opset, check, source, weights) -> dict:
+    cfg = model.cfg
     plain = plain_form(model).eval()
     sample_src = torch.tensor([[5, 6, 7, cfg.eos_id], [8, 9, cfg.eos_id, cfg.pad_id]])
     sample_tgt = torch.tensor([[cfg.bos_id, 10, 11], [cfg.bos_id, 12, 13]])

@@ -4,7 +4,7 @@ A record written by a command that measured something (a benchmark, the GPU chec
 table) holds :func:`provenance`: the commit (``+changes`` when the tree was not clean),
 the exact command, the CPU (model, family and model numbers, bf16 instructions), the GPU
 if one was used, torch and CUDA versions, and the date. :func:`write_record` writes a
-record atomically as JSON.
+record as JSON, whole or not at all.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..training.precision import BF16_INSTRUCTIONS
 
-__all__ = ["cpu_name", "git_commit", "provenance", "write_record"]
+__all__ = ["cpu_name", "git_commit", "provenance", "record_text", "write_record"]
 
 
 def cpu_name() -> str:
@@ -76,10 +76,13 @@ def provenance(command: str | None = None, device=None) -> dict:
     return record
 
 
+def record_text(record: dict) -> str:
+    """``record`` as a record file holds it: indented JSON and a newline."""
+    return json.dumps(record, indent=1) + "\n"
+
+
 def write_record(path, record: dict) -> Path:
-    """Write ``record`` as indented JSON at ``path``, atomically; returns the path."""
-    from ..checkpoint import write_atomic
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, (json.dumps(record, indent=1) + "\n").encode())
-    return path
+    """Write ``record`` as indented JSON at ``path`` (whole or not at all, by
+    :mod:`transformer.output`); returns the path."""
+    from ..output import write_output
+    return write_output(path, record_text(record))

@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from ..batching import BatchIterator
-from ..checkpoint import step_file
+from ..checkpoint import step_file, vocabulary_fingerprint
 from ..data import ParallelCorpus
 from ..fast import FastLabelSmoothingLoss, FastTransformer, SequenceLoss, compile_layers
 from ..schedule import SCHEDULES, with_cooldown
@@ -210,8 +210,9 @@ class Trainer:
             theirs = None
         if theirs != self.model_cfg.to_dict():
             problem = "its model configuration differs"
-        elif self.tokenizer is not None and "tokenizer" in state and \
-                bytes(state["tokenizer"]) != self.tokenizer.serialized():
+        elif self.tokenizer is not None and (
+                ("tokenizer" in state and bytes(state["tokenizer"]) != self.tokenizer.serialized())
+                or state.get("vocabulary") not in (None, vocabulary_fingerprint(self.tokenizer))):
             problem = "its vocabulary differs"
         elif not all(k in state for k in ("optimizer", "batches", "step", "rng")):
             problem = "it holds no training state"
@@ -222,7 +223,8 @@ class Trainer:
     # -------------------------------------------------------------- saving
     def checkpoint_state(self) -> dict:
         """Everything a checkpoint holds: weights, optimizer, batch position, generators,
-        configurations and the tokenizer."""
+        configurations, the tokenizer and its fingerprint (which stays when the tokenizer
+        is stripped: :func:`~transformer.checkpoint.check_vocabulary`)."""
         state = {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
@@ -236,6 +238,7 @@ class Trainer:
         }
         if self.tokenizer is not None:
             state["tokenizer"] = self.tokenizer.serialized()
+            state["vocabulary"] = vocabulary_fingerprint(self.tokenizer)
         if self.device.type == "cuda":
             state["rng"]["cuda"] = torch.cuda.get_rng_state()
         if self.scaler is not None:

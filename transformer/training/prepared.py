@@ -35,8 +35,6 @@ import math
 import multiprocessing
 import os
 import random
-import shutil
-import tempfile
 import time
 from pathlib import Path
 
@@ -46,6 +44,7 @@ import torch
 from ..batching import Batch, BatchIterator, BatchPlan, token_batch_plan
 from ..config import BOS_ID, EOS_ID, PAD_ID
 from ..data import CorpusStream, ParallelCorpus, data_dir, mixture_parts, resolve_corpus
+from ..output import output_folder
 from ..tokenizer import Tokenizer
 
 FORMAT, VERSION = "transformer-prepared-corpus", 1
@@ -228,10 +227,10 @@ def prepare_corpus(cfg, out: str | os.PathLike, sample: int = DEFAULT_SAMPLE,
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ValueError(f"{out} exists and is not a prepared corpus: choose another folder")
     workers = workers or min(8, os.cpu_count() or 1)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-"))
     start = time.perf_counter()
-    try:
+    # a temporary folder beside out, renamed to it when complete; one that a killed run
+    # left is removed (transformer/output.py)
+    with output_folder(out) as scratch:
         train = CorpusStream(cfg.corpus, "train", cfg.data_root)
         if tokenizer is None:
             pairs, n, digest = _sample_pairs(train, sample, cfg.seed)
@@ -270,16 +269,16 @@ def prepare_corpus(cfg, out: str | os.PathLike, sample: int = DEFAULT_SAMPLE,
                     "bpe_pairs": bpe_pairs, "splits": splits,
                     "seconds": round(time.perf_counter() - start, 1)}
         (scratch / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-        os.chmod(scratch, 0o755)
-        os.replace(scratch, out)                  # whole, or not at all
-    finally:
-        if scratch.exists():
-            shutil.rmtree(scratch, ignore_errors=True)
     log(f"prepared {cfg.corpus} into {out} in {time.perf_counter() - start:.0f} s")
     return out
 
 
 # --------------------------------------------------------------------------- reading
+def _count(value) -> bool:
+    """Whether a manifest's ``value`` is a count: an integer >= 0 (not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 class RaggedIds:
     """The token ids of one side of a split: ``ids[i]`` is sentence ``i`` (a numpy view of
     the memory-mapped file), ``len(ids)`` the number of sentences."""
@@ -322,11 +321,19 @@ class PreparedCorpus:
                 raise ValueError(f"{path}: the field {key!r} is missing")
         if manifest["dtype"] not in ("uint16", "int32"):
             raise ValueError(f"{path}: dtype {manifest['dtype']!r} is not uint16 or int32")
+        if not _count(manifest["vocab_size"]) or manifest["vocab_size"] < 5:
+            raise ValueError(f"{path}: vocab_size {manifest['vocab_size']!r} is not a "
+                             f"vocabulary size (an integer >= 5)")
+        if not isinstance(manifest["settings"], dict) or \
+                not isinstance(manifest["splits"], dict):
+            raise ValueError(f"{path}: settings and splits must be JSON objects")
         for split in PREPARED_SPLITS:
             entry = manifest["splits"].get(split)
-            if not isinstance(entry, dict) or not isinstance(entry.get("pairs"), int) or \
-                    not all(isinstance(entry.get("tokens", {}).get(s), int) for s in SIDES):
-                raise ValueError(f"{path}: splits.{split} lacks its pairs or tokens counts")
+            tokens = entry.get("tokens") if isinstance(entry, dict) else None
+            if not isinstance(entry, dict) or not _count(entry.get("pairs")) or \
+                    not isinstance(tokens, dict) or not all(_count(tokens.get(s)) for s in SIDES):
+                raise ValueError(f"{path}: splits.{split} lacks its pairs or tokens counts "
+                                 f"(integers >= 0)")
         self.manifest = manifest
         self.dtype = np.dtype(manifest["dtype"])
         self.vocab_size = manifest["vocab_size"]
@@ -339,14 +346,19 @@ class PreparedCorpus:
         return self.manifest["splits"][split]["pairs"]
 
     def tokenizer(self) -> Tokenizer:
-        """The vocabulary the ids were encoded with (checked against the manifest's hash)."""
+        """The vocabulary the ids were encoded with (checked against the manifest's hash
+        and vocabulary size)."""
         path = self.folder / "spm.model"
         if not path.is_file():
             raise FileNotFoundError(f"{path} is missing: the prepared corpus is incomplete")
         if hashlib.sha256(path.read_bytes()).hexdigest() != self.manifest.get("tokenizer_sha256"):
             raise ValueError(f"{path} is not the vocabulary the ids in {self.folder} were "
                              f"encoded with (its sha256 differs from {MANIFEST}'s)")
-        return Tokenizer.load(path)
+        tokenizer = Tokenizer.load(path)
+        if tokenizer.vocab_size != self.vocab_size:
+            raise ValueError(f"{self.folder / MANIFEST}: vocab_size {self.vocab_size} but "
+                             f"{path} has {tokenizer.vocab_size} pieces")
+        return tokenizer
 
     def _map(self, name: str, dtype, count: int) -> np.ndarray:
         path = self.folder / name
@@ -361,14 +373,28 @@ class PreparedCorpus:
         return np.memmap(path, dtype=dtype, mode="r", shape=(count,))
 
     def sentences(self, split: str, side: str) -> RaggedIds:
-        """The token ids of ``side`` (en or de) of ``split``, memory-mapped."""
+        """The token ids of ``side`` (en or de) of ``split``, memory-mapped, checked: the
+        offsets run from 0 to the manifest's token count without going back, and every id
+        is below the vocabulary size (one pass over the file: what a training step would
+        otherwise meet as "index out of range" after the run folder was made)."""
         entry = self.manifest["splits"][split]
-        offsets = self._map(f"{split}.{side}.offsets", np.int64, entry["pairs"] + 1)
+        name = f"{split}.{side}.offsets"
+        offsets = self._map(name, np.int64, entry["pairs"] + 1)
         if offsets[0] != 0 or offsets[-1] != entry["tokens"][side]:
-            raise ValueError(f"{self.folder / f'{split}.{side}.offsets'}: runs from "
-                             f"{offsets[0]} to {offsets[-1]}, not from 0 to "
-                             f"{entry['tokens'][side]} tokens")
-        ids = self._map(f"{split}.{side}.ids", self.dtype, entry["tokens"][side])
+            raise ValueError(f"{self.folder / name}: runs from {offsets[0]} to "
+                             f"{offsets[-1]}, not from 0 to {entry['tokens'][side]} tokens")
+        back = np.flatnonzero(np.diff(offsets) < 0)
+        if len(back):
+            raise ValueError(f"{self.folder / name}: sentence {back[0]} ends before it "
+                             f"starts (offsets {offsets[back[0]]} then {offsets[back[0] + 1]})")
+        name = f"{split}.{side}.ids"
+        ids = self._map(name, self.dtype, entry["tokens"][side])
+        if len(ids) and (int(ids.max()) >= self.vocab_size or int(ids.min()) < 0):
+            where = int(np.flatnonzero((ids >= self.vocab_size) | (ids < 0))[0])
+            raise ValueError(f"{self.folder / name}: token id {int(ids[where])} of sentence "
+                             f"{int(np.searchsorted(offsets, where, side='right')) - 1} is "
+                             f"outside the vocabulary (vocab_size {self.vocab_size} in "
+                             f"{MANIFEST})")
         return RaggedIds(ids, offsets)
 
     def batch_iterator(self, split: str, direction: str, max_tokens: int, seed: int = 0,
