@@ -257,7 +257,7 @@ class Output:
         ``torch.save`` does: "unexpected pos 64 vs 0"): the error of the write is raised."""
         try:
             writer(self.file)
-        except Exception as exc:
+        except Exception:
             if self._error is not None:
                 raise self._error from None
             raise
