@@ -8,7 +8,11 @@ A reader's laptop builds the book with a browser open beside it. This trains the
 
 * torch threads: 1 and 2 (``--threads``);
 * OpenMP's wait policy: the runtime's default (a thread that finishes its share spins,
-  waiting for the others) and passive (``OMP_WAIT_POLICY=PASSIVE``: it sleeps at once);
+  waiting for the others), passive (``OMP_WAIT_POLICY=PASSIVE``: it sleeps at once) and
+  a short spin before sleeping (``GOMP_SPINCOUNT`` 1,000 or 20,000, libgomp's setting);
+  these with ``--no-adapt-threads``, a fixed count; and ``adaptive``, the trainer's
+  default (transformer/training/threads.py: up to ``--threads``, fewer while other
+  processes keep cores busy), with the runtime's default wait;
 * the machine: idle, or beside one busy process (a Python loop that never sleeps, as a
   busy browser tab is);
 
@@ -30,8 +34,11 @@ import time
 from pathlib import Path
 
 from record import add_option, save
+from transformer.tools.provenance import write_record
 
-POLICIES = {"default": {}, "passive": {"OMP_WAIT_POLICY": "PASSIVE"}}
+POLICIES = {"default": {}, "passive": {"OMP_WAIT_POLICY": "PASSIVE"},
+            "spin-1k": {"GOMP_SPINCOUNT": "1000"}, "spin-20k": {"GOMP_SPINCOUNT": "20000"},
+            "adaptive": {}}
 BUSY = "while True: pass"
 
 
@@ -45,7 +52,7 @@ def one_run(threads: int, policy: str, busy: bool, updates: int, limit_s: float)
                "--out", out, "--threads", str(threads), "--max-updates", str(updates),
                "--time-limit-min", f"{limit_s / 60:.3f}", "--log-every", "10",
                "--eval-every", str(10 * updates), "--save-every", str(10 * updates),
-               "--no-progress"]
+               "--no-progress"] + ([] if policy == "adaptive" else ["--no-adapt-threads"])
         neighbour = subprocess.Popen([sys.executable, "-c", BUSY]) if busy else None
         try:
             started = time.monotonic()
@@ -72,20 +79,27 @@ def main(argv=None):
                    help="each run's wall-clock limit for training (seconds)")
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     p.add_argument("--policies", nargs="+", default=list(POLICIES), choices=list(POLICIES))
+    p.add_argument("--loads", nargs="+", default=["idle", "busy"], choices=["idle", "busy"])
+    p.add_argument("--append", action="store_true",
+                   help="add these runs to the --record file as a further set")
     add_option(p, "thread_policy")
     args = p.parse_args(argv)
     runs = []
-    for busy in (False, True):
+    for busy in [load == "busy" for load in args.loads]:
         for policy in args.policies:
             for threads in args.threads:
                 run = one_run(threads, policy, busy, args.updates, args.limit_s)
                 print(json.dumps(run), flush=True)
                 runs.append(run)
-    save(args.record, "tokens/s of `train --recipe tiny` by torch threads and OpenMP wait "
-         "policy, on an idle machine and beside one busy process (median of the log "
-         "lines after the first)", {"runs": runs},
-         settings={"recipe": "tiny", "updates": args.updates, "limit_s": args.limit_s,
-                   "busy_neighbour": f"python -c '{BUSY}'"})
+    what = ("tokens/s of `train --recipe tiny` by torch threads and OpenMP wait policy, on an "
+            "idle machine and beside one busy process (median of the log lines after the first)")
+    settings = {"recipe": "tiny", "updates": args.updates, "limit_s": args.limit_s,
+                "busy_neighbour": f"python -c '{BUSY}'"}
+    record = save(None, what, {"runs": runs}, settings=settings)
+    if args.record:
+        earlier = json.loads(Path(args.record).read_text())["sets"] if args.append else []
+        write_record(args.record, {"what": what, "sets": earlier + [record]})
+        print(f"record written: {args.record}")
 
 
 if __name__ == "__main__":

@@ -304,7 +304,7 @@ def test_other_ranks_wait_for_rank_0_to_prepare_wmt14(wmt14, tmp_path, monkeypat
     the others poll for its manifest, which appears only once the folder is whole."""
     import threading
     import types
-    from transformer.training import prepared as module
+    from transformer.training import prepare as module
     monkeypatch.setattr(module.time, "sleep", lambda s: threading.Event().wait(0.05))
     cfg = toy_config("wmt14", tmp_path / "run", data_root=str(tmp_path / "data"), vocab_size=40)
     rank0 = threading.Timer(0.3, lambda: module.prepared_folder(cfg, types.SimpleNamespace(

@@ -37,6 +37,12 @@ def provenance_problems(record: dict) -> list[str]:
             return ["provenance beside runs (each run holds its own)"]
         return [f"run {label}: {p}" for label, run in record["runs"].items()
                 for p in provenance_problems(run)]
+    if isinstance(record.get("sets"), list):
+        # several sets of runs of one command, each with its own provenance
+        if not record["sets"]:
+            return ["sets: none"]
+        return [f"set {i + 1}: {p}" for i, one in enumerate(record["sets"])
+                for p in provenance_problems(one)]
     prov = record.get("provenance")
     if not isinstance(prov, dict) or not prov:
         return ["no provenance"]
@@ -70,6 +76,9 @@ def load(name: str) -> dict:
 
 def provenance_text(record: dict) -> str:
     """One line: where the record's figures come from."""
+    if "sets" in record:
+        return " ".join(f"Set {i + 1}: {provenance_text(one)}"
+                        for i, one in enumerate(record["sets"]))
     if "provenance" not in record and "runs" in record:
         return " ".join(f"{label.capitalize()}: {provenance_text(run)}"
                         for label, run in record["runs"].items())
@@ -320,6 +329,23 @@ def first_build() -> str:
             f"{said}" + (f"; on {' or '.join(unmeasured)} not yet measured" if unmeasured else "")
             + f" ([the Results page]({SITE}/book/appendix_results.html#building-the-book-and-running-the-tests) names the "
             "machines).")
+
+
+def thread_policy() -> str:
+    """Training beside a busy process: tokens/s by threads and OpenMP wait policy."""
+    r = load("thread_policy")
+    runs = [run for one in r["sets"] for run in one["runs"]]
+    cell = {}
+    for run in runs:
+        key = (run["threads"], run["wait_policy"], run["busy_neighbour"])
+        cell.setdefault(key, []).append(run["tokens_per_s"])
+    fmt = lambda xs: " / ".join(f"{x:,}" for x in xs) if xs else ""   # noqa: E731
+    rows = [[threads, policy, fmt(cell.get((threads, policy, False), [])),
+             fmt(cell.get((threads, policy, True), []))]
+            for threads, policy in sorted({(t, p) for t, p, _ in cell})]
+    return ("`train --recipe tiny`, target tokens/s (each run's median; a cell with two "
+            "figures was measured twice):\n\n"
+            + _table(["threads", "OpenMP wait", "idle machine", "beside one busy process"], rows))
 
 
 def first_build_note():

@@ -307,7 +307,8 @@ def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int | Non
     from concurrent.futures import FIRST_COMPLETED, wait
     from ..inference import resolve_device
     from ..training.precision import resolve_precision
-    from ..training.prepare import load_split, train_tokenizer
+    from ..training.prepare import load_split
+    from ..training.vocabulary import train_tokenizer
     started = time.monotonic()
     budget_train(budget)                                   # a known budget
     if base_seeds < 1 or jobs < 1:

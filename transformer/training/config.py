@@ -129,6 +129,11 @@ class TrainConfig:
              "(benchmarks/compile_speed.py)")
     threads: int = setting(0, run=False, result=True, min=0,
                            help="torch CPU threads (0: torch's default)")
+    adapt_threads: bool = setting(
+        True, run=False, result=True,
+        help="on a CPU, use fewer threads while other processes keep cores busy, back up "
+             "to --threads when they are free (transformer/training/threads.py); off: a "
+             "fixed count, for bit-for-bit comparisons of runs")
     log_every: int = setting(10, run=False, result=True, min=1,
                              help="log the training loss every this many updates")
     eval_every: int = setting(0, run=False, result=True, min=0,

@@ -36,6 +36,7 @@ from .config import LossDiverged, TrainConfig, TrainingError
 from .distributed import Distributed
 from .optimizers import make_optimizer
 from .precision import autocast, resolve_precision
+from .threads import ThreadGovernor
 from .prepare import prepare
 from .run_folder import RunFolder, run_identity
 
@@ -138,6 +139,9 @@ class Trainer:
                 device_ids=[self.device.index] if self.device.type == "cuda" else None)
         if cfg.compile:
             compile_layers(self.model)       # dynamic shapes: one compilation, any batch
+        most = cfg.threads or torch.get_num_threads()
+        self.governor = (ThreadGovernor(most) if self.device.type == "cpu" and cfg.adapt_threads
+                         and most > 1 else None)
 
     # -------------------------------------------------------------- set-up
     @classmethod
@@ -408,6 +412,8 @@ class Trainer:
                 if not micro:
                     break
                 before = self.step
+                if self.governor is not None and (threads := self.governor.tick()):
+                    self.log({"step": self.step, "threads": threads})
                 loss = self.train_update(micro, n_tokens)
                 self.train_seconds = base_seconds + time.perf_counter() - start
                 window_tokens += n_tokens

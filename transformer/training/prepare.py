@@ -4,27 +4,30 @@ Section 5.1: "Sentences were encoded using byte-pair encoding, which has a share
 source-target vocabulary ... Sentence pairs were batched together by approximate sequence
 length." :func:`prepare` does what ``python -m transformer train`` does before it builds
 the model: it checks the settings against the run folder, reads the train and valid
-splits (:func:`load_split`), trains the vocabulary (:func:`train_tokenizer`) or takes the
+splits (:func:`load_split`), trains the vocabulary (:func:`.vocabulary.train_tokenizer`) or takes the
 run's, builds the token-bucketed iterators (:func:`batch_iterators`) and only then, every
 check passed, writes the run folder. A corpus prepared on disk (a folder written by
 ``python -m transformer prepare``, and ``wmt14``, prepared on first use) is memory-mapped
-instead, with its own vocabulary (:mod:`.prepared`).
+instead, with its own vocabulary (:func:`prepared_folder`, :func:`from_prepared`; the
+format is :mod:`.prepared`'s).
 """
 from __future__ import annotations
 
 import random
-import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from ..batching import BatchIterator
-from ..data import ParallelCorpus, corpus_folder, load_corpus
+from ..data import ParallelCorpus, corpus_folder, load_corpus, mixture_parts, resolve_corpus
 from ..tokenizer import Tokenizer
 from .config import TrainConfig, TrainingError
 from .distributed import Distributed
+from .prepared import PREPARED_SPLITS, PreparedCorpus, is_prepared, prepare_corpus, wmt14_folder
 from .run_folder import RunFolder
+from .vocabulary import train_tokenizer
 
 
 def load_split(cfg: TrainConfig, split: str) -> ParallelCorpus:
@@ -36,25 +39,6 @@ def load_split(cfg: TrainConfig, split: str) -> ParallelCorpus:
                  f"{corpus_folder(cfg.corpus, cfg.data_root)}/{split}.src and {split}.tgt")
         raise TrainingError(f"the {split} split is empty: {where} hold no sentence pairs")
     return corpus
-
-
-def train_tokenizer(train: ParallelCorpus, cfg: TrainConfig) -> Tokenizer:
-    """The run's BPE vocabulary of ``cfg.vocab_size`` pieces on both sides of ``train``,
-    trained in memory (nothing is written to the run yet)."""
-    with tempfile.TemporaryDirectory() as scratch:
-        try:
-            tok = Tokenizer.train(list(train.src) + list(train.tgt), Path(scratch) / "spm.model",
-                                  vocab_size=cfg.vocab_size, seed=cfg.seed)
-        except RuntimeError as exc:
-            message = str(exc)
-            if "Vocabulary size too high" in message or "vocab_size" in message.lower():
-                limit = message.rsplit("<=", 1)[-1].strip(" .") if "<=" in message else "?"
-                raise TrainingError(f"--vocab-size {cfg.vocab_size} is too large for the "
-                                    f"training split of {cfg.corpus}: its text allows at most "
-                                    f"{limit} pieces") from None
-            raise TrainingError(f"training the BPE vocabulary on {cfg.corpus} failed: "
-                                f"{message.splitlines()[0][:300]}") from None
-        return Tokenizer.from_serialized(tok.serialized())
 
 
 def batch_iterators(cfg: TrainConfig, tok: Tokenizer, train: ParallelCorpus,
@@ -96,8 +80,7 @@ def prepare(cfg: TrainConfig, dist: Distributed, run: RunFolder, identity: dict,
     torch.manual_seed(cfg.seed)
     random.seed(cfg.seed)
 
-    from .prepared import from_prepared, prepared_folder   # a corpus prepared on disk
-    folder = prepared_folder(cfg, dist)
+    folder = prepared_folder(cfg, dist)                    # a corpus prepared on disk
     if folder is not None:
         return from_prepared(folder, cfg, dist, run, identity, tokenizer)
     train, valid = load_split(cfg, "train"), load_split(cfg, "valid")
@@ -121,3 +104,69 @@ def prepare(cfg: TrainConfig, dist: Distributed, run: RunFolder, identity: dict,
         tokenizer = run.tokenizer()
         iters = batch_iterators(cfg, tokenizer, train, valid)
     return Prepared(tokenizer, *iters, valid)
+
+
+# --------------------------------------------------------------------------- a prepared corpus
+def prepared_folder(cfg, dist=None) -> Path | None:
+    """The prepared folder that ``cfg``'s corpus trains from, or None for the in-memory
+    path: ``--corpus`` naming a prepared folder, or ``wmt14``, prepared here on first use
+    (:func:`wmt14_folder`; by rank 0, while the other ranks wait for its manifest)."""
+    if str(cfg.corpus) == "wmt14":
+        folder = wmt14_folder(cfg.vocab_size, cfg.seed, cfg.data_root)
+        if dist is None or dist.main:
+            try:
+                prepare_corpus(cfg, folder)
+            except (OSError, ValueError) as exc:
+                raise TrainingError(
+                    f"preparing wmt14 into {folder} failed: {exc}. Prepare it elsewhere with "
+                    f"`python -m transformer prepare --corpus wmt14 --vocab-size "
+                    f"{cfg.vocab_size} --seed {cfg.seed} --out DIR` and train with --corpus "
+                    f"DIR") from None
+        else:
+            waited = 0.0
+            while not is_prepared(folder):    # rank 0 may take longer than a barrier allows
+                if waited == 0.0:
+                    print(f"rank {dist.rank}: waiting for rank 0 to prepare {folder}",
+                          flush=True)
+                time.sleep(2.0)
+                waited += 2.0
+        return folder
+    if mixture_parts(cfg.corpus, cfg.data_root) is not None:
+        return None
+    folder = Path(resolve_corpus(cfg.corpus, cfg.data_root))
+    return folder if is_prepared(folder) else None
+
+
+def from_prepared(folder: Path, cfg, dist, run, identity: dict,
+                  tokenizer: Tokenizer | None = None):
+    """:func:`~transformer.training.prepare.prepare`'s work for a prepared corpus: its
+    vocabulary (the run's, when resuming, must be the same), memory-mapped iterators with
+    ``cfg``'s batching, the valid split's text; then the run folder is created."""
+    store = PreparedCorpus(folder)
+    own = store.tokenizer()
+    if own.vocab_size != cfg.vocab_size:
+        raise TrainingError(f"{folder} was prepared with a vocabulary of {own.vocab_size} "
+                            f"pieces but --vocab-size is {cfg.vocab_size}")
+    resuming = run.exists() and run.tokenizer_file.exists()
+    if resuming and run.tokenizer().serialized() != own.serialized():
+        raise TrainingError(f"{run.tokenizer_file} is not {folder / 'spm.model'}, the "
+                            f"vocabulary the prepared corpus was encoded with")
+    if tokenizer is not None and tokenizer.serialized() != own.serialized():
+        raise TrainingError(f"the tokenizer handed in is not {folder / 'spm.model'}, the "
+                            f"vocabulary the prepared corpus was encoded with")
+    for split in PREPARED_SPLITS:
+        if store.pairs(split) == 0:
+            raise TrainingError(f"the {split} split is empty: {folder} holds no {split} "
+                                f"sentence pairs")
+    train_iter = store.batch_iterator("train", cfg.direction, cfg.max_tokens, seed=cfg.seed,
+                                      max_len=cfg.max_len, tokenizer=own)
+    if len(train_iter) == 0:
+        raise TrainingError(f"every training pair of {cfg.corpus} is longer than "
+                            f"--max-len {cfg.max_len} tokens: nothing to train on")
+    valid_iter = store.batch_iterator("valid", cfg.direction, cfg.max_tokens, shuffle=False,
+                                      tokenizer=own)
+    valid = store.valid_text(cfg.direction)
+    if dist.main and not resuming:
+        run.create(identity, own)                 # every check passed: a run now
+    dist.barrier()
+    return Prepared(own, train_iter, valid_iter, valid)

@@ -22,7 +22,8 @@ cache, shared by every process that maps them, and a training process holds priv
 the lengths and one epoch's batch plan (:class:`PreparedBatchIterator`, the batches
 :class:`~transformer.batching.BatchIterator` builds from the same ids, as arrays).
 
-The trainer (:func:`~transformer.training.prepare.prepare`) trains from a prepared folder
+The trainer (:func:`~transformer.training.prepare.prepare`, with
+:func:`~transformer.training.prepare.from_prepared`) trains from a prepared folder
 when ``--corpus`` names one, and prepares ``--corpus wmt14`` itself, once, on rank 0, into
 ``data_dir()/wmt14-prepared-v{vocab_size}-s{seed}`` (the other ranks wait for it).
 """
@@ -46,6 +47,7 @@ from ..config import BOS_ID, EOS_ID, PAD_ID
 from ..data import CorpusStream, ParallelCorpus, data_dir, mixture_parts, resolve_corpus
 from ..output import output_folder
 from ..tokenizer import Tokenizer
+from .vocabulary import train_tokenizer
 
 FORMAT, VERSION = "transformer-prepared-corpus", 1
 MANIFEST = "prepared.json"
@@ -206,7 +208,6 @@ def prepare_corpus(cfg, out: str | os.PathLike, sample: int = DEFAULT_SAMPLE,
     (0: one per CPU, at most 8). When ``out`` already holds a corpus prepared with the same
     settings it is returned as it is; other settings raise ValueError naming them.
     """
-    from .prepare import train_tokenizer          # its messages for a vocabulary too large
     if sample < 1:
         raise ValueError(f"--sample must be >= 1 pair, got {sample}")
     if mixture_parts(cfg.corpus, cfg.data_root) is None and str(cfg.corpus) != "wmt14" and \
@@ -490,72 +491,3 @@ class PreparedBatchIterator(BatchIterator):
             slots += int((sizes * longest).sum())
             pads += int((sizes * longest).sum() - ordered.sum())
         return pads / slots if slots else 0.0
-
-
-# --------------------------------------------------------------------------- training
-def prepared_folder(cfg, dist=None) -> Path | None:
-    """The prepared folder that ``cfg``'s corpus trains from, or None for the in-memory
-    path: ``--corpus`` naming a prepared folder, or ``wmt14``, prepared here on first use
-    (:func:`wmt14_folder`; by rank 0, while the other ranks wait for its manifest)."""
-    from .config import TrainingError
-    if str(cfg.corpus) == "wmt14":
-        folder = wmt14_folder(cfg.vocab_size, cfg.seed, cfg.data_root)
-        if dist is None or dist.main:
-            try:
-                prepare_corpus(cfg, folder)
-            except (OSError, ValueError) as exc:
-                raise TrainingError(
-                    f"preparing wmt14 into {folder} failed: {exc}. Prepare it elsewhere with "
-                    f"`python -m transformer prepare --corpus wmt14 --vocab-size "
-                    f"{cfg.vocab_size} --seed {cfg.seed} --out DIR` and train with --corpus "
-                    f"DIR") from None
-        else:
-            waited = 0.0
-            while not is_prepared(folder):    # rank 0 may take longer than a barrier allows
-                if waited == 0.0:
-                    print(f"rank {dist.rank}: waiting for rank 0 to prepare {folder}",
-                          flush=True)
-                time.sleep(2.0)
-                waited += 2.0
-        return folder
-    if mixture_parts(cfg.corpus, cfg.data_root) is not None:
-        return None
-    folder = Path(resolve_corpus(cfg.corpus, cfg.data_root))
-    return folder if is_prepared(folder) else None
-
-
-def from_prepared(folder: Path, cfg, dist, run, identity: dict,
-                  tokenizer: Tokenizer | None = None):
-    """:func:`~transformer.training.prepare.prepare`'s work for a prepared corpus: its
-    vocabulary (the run's, when resuming, must be the same), memory-mapped iterators with
-    ``cfg``'s batching, the valid split's text; then the run folder is created."""
-    from .config import TrainingError
-    from .prepare import Prepared
-    store = PreparedCorpus(folder)
-    own = store.tokenizer()
-    if own.vocab_size != cfg.vocab_size:
-        raise TrainingError(f"{folder} was prepared with a vocabulary of {own.vocab_size} "
-                            f"pieces but --vocab-size is {cfg.vocab_size}")
-    resuming = run.exists() and run.tokenizer_file.exists()
-    if resuming and run.tokenizer().serialized() != own.serialized():
-        raise TrainingError(f"{run.tokenizer_file} is not {folder / 'spm.model'}, the "
-                            f"vocabulary the prepared corpus was encoded with")
-    if tokenizer is not None and tokenizer.serialized() != own.serialized():
-        raise TrainingError(f"the tokenizer handed in is not {folder / 'spm.model'}, the "
-                            f"vocabulary the prepared corpus was encoded with")
-    for split in PREPARED_SPLITS:
-        if store.pairs(split) == 0:
-            raise TrainingError(f"the {split} split is empty: {folder} holds no {split} "
-                                f"sentence pairs")
-    train_iter = store.batch_iterator("train", cfg.direction, cfg.max_tokens, seed=cfg.seed,
-                                      max_len=cfg.max_len, tokenizer=own)
-    if len(train_iter) == 0:
-        raise TrainingError(f"every training pair of {cfg.corpus} is longer than "
-                            f"--max-len {cfg.max_len} tokens: nothing to train on")
-    valid_iter = store.batch_iterator("valid", cfg.direction, cfg.max_tokens, shuffle=False,
-                                      tokenizer=own)
-    valid = store.valid_text(cfg.direction)
-    if dist.main and not resuming:
-        run.create(identity, own)                 # every check passed: a run now
-    dist.barrier()
-    return Prepared(own, train_iter, valid_iter, valid)

@@ -1,0 +1,66 @@
+"""transformer/training/threads.py: the trainer's CPU threads give way to other work."""
+import pytest
+import torch
+
+from transformer.training import threads as module
+from transformer.training.threads import ThreadGovernor
+
+
+class Clock:
+    """Stand-ins for the machine's and this process's CPU seconds and the wall clock."""
+
+    def __init__(self, monkeypatch):
+        self.wall = self.machine = self.own = 0.0
+        monkeypatch.setattr(module.time, "monotonic", lambda: self.wall)
+        monkeypatch.setattr(module, "_machine_busy_seconds", lambda: self.machine)
+        monkeypatch.setattr(module, "_own_seconds", lambda: self.own)
+
+    def run(self, seconds, own_cores, other_cores):
+        self.wall += seconds
+        self.own += seconds * own_cores
+        self.machine += seconds * (own_cores + other_cores)
+
+
+@pytest.fixture
+def threads_kept():
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def test_a_busy_neighbour_takes_a_thread_and_gives_it_back(monkeypatch, threads_kept):
+    clock = Clock(monkeypatch)
+    governor = ThreadGovernor(most=2, every_s=3.0, cores=2)
+    assert governor.tick() is None and torch.get_num_threads() == 2      # the first look
+    clock.run(3, own_cores=2.0, other_cores=0.1)          # our own spinning is not "other"
+    assert governor.tick() is None and governor.threads == 2
+    clock.run(3, own_cores=1.0, other_cores=1.0)          # a busy process beside us
+    assert governor.tick() == 1 and torch.get_num_threads() == 1
+    clock.run(1, own_cores=1.0, other_cores=0.0)
+    assert governor.tick() is None                        # not yet time to look again
+    clock.run(3, own_cores=1.0, other_cores=0.0)          # it has gone
+    assert governor.tick() == 2 and torch.get_num_threads() == 2
+
+
+def test_never_below_one_nor_above_the_runs_threads(monkeypatch, threads_kept):
+    clock = Clock(monkeypatch)
+    governor = ThreadGovernor(most=3, every_s=1.0, cores=4)
+    governor.tick()
+    clock.run(2, own_cores=1.0, other_cores=4.0)          # an overloaded machine
+    assert governor.tick() == 1
+    clock.run(2, own_cores=1.0, other_cores=0.0)          # four free cores, at most three
+    assert governor.tick() == 3
+
+
+def test_the_trainer_adapts_on_a_cpu_unless_told_not_to(threads_kept):
+    from transformer.config import ModelConfig
+    from transformer.model import Transformer
+    from transformer.training.config import TrainConfig
+    from transformer.training.loop import Trainer
+    model = Transformer(ModelConfig(vocab_size=16, d_model=8, d_ff=16, n_heads=2,
+                                    n_encoder_layers=1, n_decoder_layers=1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+    make = lambda **kw: Trainer(model, optimizer, [], cfg=TrainConfig(progress=False, **kw))  # noqa: E731
+    assert make(threads=2).governor.most == 2
+    assert make(threads=2, adapt_threads=False).governor is None
+    assert make(threads=1).governor is None               # nothing to give way with
