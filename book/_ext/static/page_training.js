@@ -39,6 +39,7 @@
     ["More heads split the work: with four heads in two layers, which of them draw the " +
      "anti-diagonal?", {task: "reverse", layers: 2, n_heads: 4, d_model: 32}],
   ];
+  const FRAME_BUDGET_MS = 6;          // of map drawing a frame; the rest waits for the next
   const KINDS = [["decoder.cross", "Decoder attention over the source"],
                  ["encoder.self", "Encoder self-attention"],
                  ["decoder.self", "Decoder self-attention (causal)"]];
@@ -61,10 +62,11 @@
     return `rgb(${mix(247, 8)},${mix(251, 48)},${mix(255, 107)})`;
   }
 
-  /* One attention map (rows: queries, columns: keys) with its tokens along the edges. */
-  function drawMap(canvas, weights, rows, cols) {
+  /* One attention map (rows: queries, columns: keys) with its tokens along the edges,
+   * `width` CSS pixels wide (read by the caller: reading a size after a write would make
+   * the browser lay out the page again, once per map). */
+  function drawMap(canvas, width, weights, rows, cols) {
     const dpr = window.devicePixelRatio || 1;
-    const width = canvas.clientWidth || 120;
     const margin = 14, cell = (width - margin) / cols.length;
     const height = margin + cell * rows.length;
     canvas.style.height = `${height}px`;
@@ -90,9 +92,8 @@
   }
 
   /* The loss (log scale, left) and the sequence accuracy (0-1, right) against the step. */
-  function drawCurve(canvas, progress, maxSteps) {
+  function drawCurve(canvas, width, height, progress, maxSteps) {
     const dpr = window.devicePixelRatio || 1;
-    const width = canvas.clientWidth || 300, height = canvas.clientHeight || 150;
     canvas.width = Math.round(width * dpr);
     canvas.height = Math.round(height * dpr);
     const g = canvas.getContext("2d");
@@ -154,16 +155,19 @@
       this.progress = [];
       this.result = null;
       this.maps = null;
+      this.queue = [];
+      this.curveSize = [300, 150];
       this.pending = new Map();
       this.next = 1;
       this.build();
       if (opener) opener.remove();
+      window.addEventListener("resize", () => { if (this.maps) { this.mapsDirty = true; this.redraw(); } });
       this.worker = new Worker(this.static + "train_worker.js");
       this.worker.onmessage = (e) => this.receive(e.data);
       this.worker.onerror = (e) => this.fail(e.message || "the training worker failed to start");
       this.status("Loading TensorFlow.js…");
       this.ready = this.ask("load", {files: this.files, base: "tfjs/"}).then((info) => {
-        this.backend = info;
+        this.backend = {backend: info.backend, simd: info.simd, version: info.version};
         this.train.disabled = false;
         this.status(`Ready (TensorFlow.js ${info.version}, ${info.backend}${info.simd ? " SIMD" : ""} backend, ` +
                     `in a Web Worker). Choose a model and press Train.`);
@@ -317,33 +321,44 @@
       this.mapsDirty = true;
     }
 
-    /* Draw at the next frame, once for any number of messages before it. */
+    /* Draw at the next frame, once for any number of messages before it: the curve, then
+     * the maps, a few milliseconds' worth a frame (a map's first drawing, which makes its
+     * canvas, costs most), so that no frame waits long. */
     redraw() {
       if (this.frame) return;
       this.frame = requestAnimationFrame(() => {
         this.frame = 0;
-        drawCurve(this.curve, this.progress, FIXED.max_steps);
-        if (this.mapsDirty) { this.mapsDirty = false; this.drawMaps(); }
+        const start = performance.now();
+        if (this.mapsDirty) { this.mapsDirty = false; this.queue = this.placeMaps(); }
+        drawCurve(this.curve, this.curveSize[0], this.curveSize[1], this.progress, FIXED.max_steps);
+        while (this.queue.length && performance.now() - start < FRAME_BUDGET_MS) drawMap(...this.queue.shift());
+        if (this.queue.length) this.redraw();
       });
     }
 
-    drawMaps() {
+    /* The maps' canvases (made when their number changes) and what each shows: a list of
+     * drawMap's arguments, the sizes read once (a size read after a write would make the
+     * browser lay out the page again). */
+    placeMaps() {
       const {maps, rows, cols, what} = this.maps;
       this.mapsCaption.textContent = `Every head's attention on ${what}: rows are the ` +
         `decoder's queries (▸ is <bos>), columns the keys; darker is more weight.`;
+      const jobs = [];
       for (const [kind] of KINDS) {
         const grid = this.grids[kind], layers = maps[kind] || [];
         const q = kind.startsWith("decoder") ? rows : cols;
         const k = kind === "decoder.self" ? rows : cols;
         const wanted = layers.reduce((n, heads) => n + heads.length, 0);
         if (grid.children.length !== wanted) {
-          grid.replaceChildren();
-          layers.forEach((heads, l) => heads.forEach((_, h) => grid.appendChild(
+          grid.replaceChildren(...layers.flatMap((heads, l) => heads.map((_, h) =>
             el("figure", {class: "tp-map"}, el("canvas", {}), el("figcaption", {text: `layer ${l + 1}, head ${h + 1}`})))));
         }
         let i = 0;
-        layers.forEach((heads) => heads.forEach((w) => drawMap(grid.children[i++].firstChild, w, q, k)));
+        layers.forEach((heads) => heads.forEach((w) => jobs.push([grid.children[i++].firstChild, w, q, k])));
       }
+      this.curveSize = [this.curve.clientWidth || 300, this.curve.clientHeight || 150];
+      jobs.forEach((job) => job.splice(1, 0, job[0].clientWidth || 120));
+      return jobs;
     }
   }
 

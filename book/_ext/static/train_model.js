@@ -29,9 +29,11 @@
     return cfg;
   }
 
-  /* Every parameter's name and shape, in the order of PyTorch's named_parameters(). */
+  /* Every parameter's name and shape, as PyTorch's named_parameters() gives them: the one
+   * matrix shared by the two embeddings and the pre-softmax map (3.4) is "output_weight"
+   * there (it is also src_embed.weight and tgt_embed.weight). */
   function parameterShapes(cfg) {
-    const d = cfg.d_model, shapes = [["src_embed.weight", [cfg.vocab, d]]];
+    const d = cfg.d_model, shapes = [["output_weight", [cfg.vocab, d]]];
     const linear = (name, out, inp) => shapes.push([`${name}.weight`, [out, inp]], [`${name}.bias`, [out]]);
     const attention = (name) => ["q_proj", "k_proj", "v_proj", "out_proj"].forEach((p) => linear(`${name}.${p}`, d, d));
     const norm = (name) => shapes.push([`${name}.norm.weight`, [d]], [`${name}.norm.bias`, [d]]);
@@ -62,7 +64,7 @@
         const size = shape.reduce((a, b) => a * b, 1);
         if (weights[name].length !== size) throw new Error(`${name}: ${weights[name].length} values, expected ${shape.join("x")}`);
         value = tf.tensor(weights[name], shape, "float32");
-      } else if (name.endsWith("embed.weight")) {
+      } else if (name === "output_weight") {                     // TokenEmbedding's init
         value = tf.randomNormal(shape, 0, cfg.d_model ** -0.5, "float32", ++s);
       } else if (name.endsWith("norm.weight")) {
         value = tf.ones(shape);
@@ -144,7 +146,7 @@
      * gradient needs no UnsortedSegmentSum, which the WebAssembly backend lacks. */
     embed(ids) {
       const [B, L] = ids.shape, V = this.cfg.vocab, d = this.cfg.d_model;
-      const rows = tf.matMul(tf.cast(tf.oneHot(tf.reshape(ids, [-1]), V), "float32"), this.params["src_embed.weight"]);
+      const rows = tf.matMul(tf.cast(tf.oneHot(tf.reshape(ids, [-1]), V), "float32"), this.params.output_weight);
       const x = tf.mul(tf.reshape(rows, [B, L, d]), Math.sqrt(d));
       return this.table ? tf.add(x, tf.slice(this.table, [0, 0], [L, d])) : x;
     }
@@ -183,7 +185,7 @@
         y = this.layerNorm(tf.add(y, this.feedForward(y, `${l}.feed_forward`)), `${l}.ff_block.norm`);
       }
       const flat = tf.reshape(y, [-1, this.cfg.d_model]);      // pre-softmax map = embedding (3.4)
-      return tf.reshape(tf.matMul(flat, this.params["src_embed.weight"], false, true),
+      return tf.reshape(tf.matMul(flat, this.params.output_weight, false, true),
                         [tgtIn.shape[0], tgtIn.shape[1], this.cfg.vocab]);
     }
 
