@@ -8,6 +8,9 @@
 * The panel's code goes to ``_static``: ``static/page_training.js`` (the panel),
   ``static/page_training.css``, ``static/train_worker.js`` (the Web Worker that trains)
   and ``static/train_model.js`` (the package's plain model in TensorFlow.js).
+* Chapter 9's translator (``<div id="live-translator">``, book/_ext/browser_model.py) also
+  gets ``static/explorer_files.js``: the reader's own exported model, from a file picker
+  or a dropped folder, read in the page.
 * A page that holds ``<div id="train-panel">`` gets one small inline script: it shows a
   button with the size of the download and loads the panel's code and the library only
   when the reader presses it. The element gets ``data-static`` (the path to ``_static``),
@@ -35,6 +38,9 @@ TFJS_FILES = {"@tensorflow/tfjs": ["tf.es2017.min.js"],
                                                 "tfjs-backend-wasm-simd.wasm",
                                                 "tfjs-backend-wasm.wasm"]}
 PANEL_CODE = ("page_training.js", "page_training.css", "train_worker.js", "train_model.js")
+# chapter 9's translator with the reader's own exported model (on the translator's page)
+EXPLORER_CODE = ("explorer_files.js",)
+TRANSLATOR = 'id="live-translator"'
 STAGE = "_training_static"
 HERE = Path(__file__).resolve().parent
 PANEL = 'id="train-panel"'
@@ -87,7 +93,7 @@ def copy_panel_files(srcdir: Path, static: Path) -> bool:
     """The panel's code into ``static`` and TensorFlow.js into ``static/tfjs``; False when
     TensorFlow.js cannot be found (the panel's code is copied all the same)."""
     (static / "tfjs").mkdir(parents=True, exist_ok=True)
-    for name in PANEL_CODE:
+    for name in PANEL_CODE + EXPLORER_CODE:
         shutil.copy2(HERE / "static" / name, static / name)
     dists = _tfjs_dists(srcdir)
     if dists is None:
@@ -130,8 +136,11 @@ def _stage(app, config) -> None:
 
 
 def _page(app, pagename, templatename, context, doctree) -> None:
-    """The loader on the page that holds the panel, and what the panel will download."""
+    """The loader on the page that holds the panel, and what the panel will download;
+    explorer_files.js on the translator's page (after translator.js, which it extends)."""
     body = context.get("body", "")
+    if TRANSLATOR in body:
+        app.add_js_file("explorer_files.js", priority=700, defer="defer")
     if PANEL not in body:
         return
     files = download_list(Path(app.outdir).parent / STAGE)
