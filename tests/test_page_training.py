@@ -36,9 +36,9 @@ LETTERS = "abcdefghij"
 # itself; every gradient within 1e-5 of its largest entry, plus 1e-7 (GRAD_FLOOR) for the
 # key projections' biases, whose gradient is zero in exact arithmetic (softmax ignores a
 # constant added to a query's every score: PyTorch leaves rounding noise of about 1e-9);
-# the loss after each of ten Adam steps within 1e-3 (Adam divides by sqrt(v), which
-# magnifies the rounding of the first steps)
-LOSS_TOLERANCE, GRAD_TOLERANCE, GRAD_FLOOR, CURVE_TOLERANCE = 1e-6, 1e-5, 1e-7, 1e-3
+# the loss after each of ten Adam steps within 1e-5 of itself. Observed (Chromium 156,
+# TensorFlow.js 4.22 wasm): loss 2e-7, gradients 9e-7 of their largest entry, curve 9e-7
+LOSS_TOLERANCE, GRAD_TOLERANCE, GRAD_FLOOR, CURVE_TOLERANCE = 1e-6, 1e-5, 1e-7, 1e-5
 # 99% sequence accuracy on reversal with the panel's starting settings, within this many
 # seconds of training: book/results/page_training.json has the time on a quiet machine;
 # this bound leaves room for a machine shared with other work
@@ -85,6 +85,14 @@ def test_nothing_is_downloaded_until_the_panel_is_opened(open_page, site_dir):
     assert {u.rsplit("/", 1)[1] for u in asked} == set(TFJS), asked   # SIMD: one module
     assert not opened.errors and not opened.outside, (opened.errors, opened.outside)
     assert "wasm SIMD" in page.text_content(".tp-status")
+
+
+def test_a_browser_without_webassembly_is_told_so(open_page):
+    opened = open_page(PAGE, init_script="delete window.WebAssembly;")
+    opened.page.click("button.tp-open")
+    opened.page.wait_for_selector(".tp-error")
+    assert "WebAssembly" in opened.page.text_content(".tp-status")
+    assert not [u for u in opened.requests if "/_static/tfjs/" in u]
 
 
 # ------------------------------------------------------------------- parity
@@ -172,20 +180,23 @@ def test_the_same_weights_and_batches_give_the_same_loss_curve(panel):
 
 
 # ------------------------------------------------------------------ training
-FRAMES = """(ms) => new Promise((resolve) => {      // rAF gaps and long tasks for ms
+# requestAnimationFrame times and long tasks ([start, duration]), in ms since the epoch
+# (performance.timeOrigin + t: two pages' times compare), until window.frames_stop_ is set
+FRAMES = """() => { window.frames_ = new Promise((resolve) => {
     const frames = [], tasks = [];
-    const observer = new PerformanceObserver((l) => l.getEntries().forEach((e) => tasks.push(e.duration)));
+    const observer = new PerformanceObserver((l) => l.getEntries().forEach(
+      (e) => tasks.push([performance.timeOrigin + e.startTime, e.duration])));
     observer.observe({type: 'longtask'});
-    const start = performance.now();
+    window.frames_stop_ = false;
     const frame = (t) => {
-      frames.push(t);
-      const done = ms ? performance.now() - start >= ms : window.pageTraining.result;
-      if (!done) return requestAnimationFrame(frame);
+      frames.push(performance.timeOrigin + t);
+      if (!window.frames_stop_) return requestAnimationFrame(frame);
       observer.disconnect();
       resolve({frames, tasks});
     };
     requestAnimationFrame(frame);
-})"""
+  }); }"""
+STOP_FRAMES = "() => { window.frames_stop_ = true; return window.frames_; }"
 BUSY_WORKER = ("() => { window.busy_ = new Worker(URL.createObjectURL(new Blob(["
                "'for (;;) {}'], {type: 'text/javascript'}))); }")
 MAPS = """() => { const m = window.pageTraining.maps;
@@ -204,39 +215,41 @@ def mirror_weight(maps: dict) -> float:
     return best
 
 
-def _gaps(measured) -> list[float]:
+def _gaps(measured) -> list[tuple[float, float]]:
+    """(start, end) of every gap between two frames."""
     f = measured["frames"]
-    return [b - a for a, b in zip(f, f[1:])]
+    return list(zip(f, f[1:]))
 
 
 @pytest.fixture(scope="module")
-def trained(panel):
+def trained(panel, new_page):
     """The panel's starting settings trained to 99%, with the page's frames measured
-    meanwhile, and before and after beside a plain busy Worker (the control: what this
-    machine's load alone does to the frames)."""
+    meanwhile and, at the same time, those of a control: another page (its own renderer
+    process) beside a plain busy Worker, the load a training page puts on the machine
+    without its drawing. What the machine's other work does to frames, it does to both."""
     page = panel.page
-
-    def control() -> float:
-        page.evaluate(BUSY_WORKER)
-        longest = max(_gaps(page.evaluate(FRAMES, 4000)))
-        page.evaluate("() => window.busy_.terminate()")
-        return longest
-
-    page.locator(".tp-train").scroll_into_view_if_needed()   # no scrolling in what is timed
-    control_before = control()
-    page.evaluate("""() => { window.mapSteps_ = []; const p = window.pageTraining;
-        const show = p.showMaps.bind(p);
-        p.showMaps = (maps, src, tgtIn, what) => { window.mapSteps_.push(what); show(maps, src, tgtIn, what); }; }""")
-    page.click(".tp-train")
-    page.wait_for_function("() => window.pageTraining.maps", timeout=60_000)
-    before = page.evaluate(MAPS)
-    page.evaluate(f"() => {{ window.measuring_ = ({FRAMES})(0); }}")      # not awaited
-    page.wait_for_function("() => window.pageTraining.result || document.querySelector('.tp-error')",
-                           timeout=600_000)
-    assert not page.query_selector(".tp-error"), page.text_content(".tp-status")
-    page.wait_for_timeout(300)                                # the last maps drawn
-    measured = page.evaluate("() => window.measuring_")
-    return {"control": max(control_before, control()), "measured": measured,
+    control = new_page("genindex.html")
+    try:
+        control.page.evaluate(BUSY_WORKER)
+        page.locator(".tp-train").scroll_into_view_if_needed()   # no scrolling in what is timed
+        page.evaluate("""() => { window.mapSteps_ = []; const p = window.pageTraining;
+            const show = p.showMaps.bind(p);
+            p.showMaps = (maps, src, tgtIn, what) => { window.mapSteps_.push(what); show(maps, src, tgtIn, what); }; }""")
+        page.click(".tp-train")
+        page.wait_for_function("() => window.pageTraining.maps", timeout=60_000)
+        before = page.evaluate(MAPS)
+        control.page.evaluate(FRAMES)
+        page.evaluate(FRAMES)
+        page.wait_for_function("() => window.pageTraining.result || document.querySelector('.tp-error')",
+                               timeout=600_000)
+        assert not page.query_selector(".tp-error"), page.text_content(".tp-status")
+        page.wait_for_timeout(300)                                # the last maps drawn
+        measured = page.evaluate(STOP_FRAMES)
+        beside = control.page.evaluate(STOP_FRAMES)
+        control.page.evaluate("() => window.busy_.terminate()")
+    finally:
+        control.close()
+    return {"control": beside, "measured": measured,
             "result": page.evaluate("() => window.pageTraining.result"),
             "progress": page.evaluate("() => window.pageTraining.progress"),
             "settings": page.evaluate("() => window.pageTraining.settings()"),
@@ -263,22 +276,30 @@ def test_training_in_the_page_learns_reversal(trained):
 
 
 def test_the_page_keeps_drawing_frames_while_the_worker_trains(trained):
-    """No requestAnimationFrame gap over 100 ms while the Worker trains and the page
-    draws the curve and the maps. Where even the control (a plain busy Worker, before or
-    after the training) has a gap over 100 ms, the machine is too loaded to time that: the test checks what it still can
-    (no main-thread task of 500 ms or more; 10 frames a second) and warns."""
+    """No requestAnimationFrame gap over 100 ms while the Worker trains and the page draws
+    the curve and the maps, except where the control page, at the same moment, went as
+    long without a frame (within 50 ms): the machine's other work, not the page's. The
+    page's own share: no main-thread task of 100 ms or more outside such moments."""
     measured, control = trained["measured"], trained["control"]
     gaps = _gaps(measured)
     seconds = (measured["frames"][-1] - measured["frames"][0]) / 1000
     assert len(gaps) >= 20 and seconds > 1, (len(gaps), seconds)
-    if control <= 100:
-        assert max(gaps) <= 100, f"a gap of {max(gaps):.0f} ms in {seconds:.1f} s (control {control:.0f} ms)"
-    else:
-        assert not [t for t in measured["tasks"] if t >= 500], measured["tasks"]
-        assert len(gaps) >= 10 * seconds, f"{len(gaps)} frames in {seconds:.1f} s"
-        warnings.warn(f"this machine is too busy to time 100 ms frame gaps (a busy Worker "
-                      f"alone left one of {control:.0f} ms); checked 500 ms tasks instead "
-                      f"(longest gap {max(gaps):.0f} ms)")
+    control_gaps = _gaps(control)
+    assert len(control_gaps) >= 20, "the control page drew no frames"
+
+    def the_machines(start, end):            # the control had a gap as long, overlapping
+        return any(min(end, b) - max(start, a) > 0 and (b - a) >= (end - start) - 50
+                   for a, b in control_gaps)
+
+    long = [(a, b) for a, b in gaps if b - a > 100]
+    ours = [(a, b) for a, b in long if not the_machines(a, b)]
+    assert not ours, (f"{len(ours)} gaps over 100 ms in {seconds:.1f} s the control page did "
+                      f"not have: {[round(b - a) for a, b in ours]} ms")
+    tasks = [(t, d) for t, d in measured["tasks"] if d >= 100 and not the_machines(t, t + d)]
+    assert not tasks, f"main-thread tasks of 100 ms or more: {tasks}"
+    if long:
+        warnings.warn(f"{len(long)} frame gaps over 100 ms (longest {max(b - a for a, b in long):.0f}"
+                      f" ms), each matched by one of the control page: a loaded machine")
 
 
 def test_a_typed_input_is_reversed_and_its_attention_shown(panel, trained):

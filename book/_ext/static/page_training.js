@@ -162,6 +162,11 @@
       this.build();
       if (opener) opener.remove();
       window.addEventListener("resize", () => { if (this.maps) { this.mapsDirty = true; this.redraw(); } });
+      if (typeof Worker === "undefined" || typeof WebAssembly !== "object") {
+        this.fail("this browser cannot run a Web Worker with WebAssembly: the panel cannot train here " +
+                  "(the figures above were computed when the book was built)");
+        return;
+      }
       this.worker = new Worker(this.static + "train_worker.js");
       this.worker.onmessage = (e) => this.receive(e.data);
       this.worker.onerror = (e) => this.fail(e.message || "the training worker failed to start");
