@@ -87,9 +87,11 @@
     const box = document.createElement("div");
     box.className = "lt-own";
     const text = document.createElement("p");
-    text.textContent = "Or explore your own model: choose the files that `python -m " +
-      "transformer export` wrote (manifest.json, encoder.onnx, decoder.onnx, weights.bin), " +
-      "or drop its folder here. They are read in this page; nothing leaves your machine.";
+    const command = document.createElement("code");
+    command.textContent = "python -m transformer export";
+    text.append("Or explore your own model: choose the files that ", command,
+                " wrote (manifest.json, encoder.onnx, decoder.onnx, weights.bin), or drop " +
+                "its folder here. They are read in this page; nothing leaves your machine.");
     const input = document.createElement("input");
     input.type = "file";
     input.multiple = true;
