@@ -273,6 +273,30 @@ def browser() -> str:
     return _table(["what"] + labels, [[what] + [f(runs[k]) for k in labels] for what, f in rows])
 
 
+def page_training() -> str:
+    """Chapter 4's training panel in headless Chromium: its starting settings, the time and
+    steps to 99% sequence accuracy on reversal, and what opening it downloads."""
+    r = load("page_training")
+    s, tf = r["settings"], r["tfjs"]
+    mib = lambda b: f"{b / 2**20:.2f} MiB"
+    return _table(["what", "measured"], [
+        ["task", f"reverse {s['length']} of {s['symbols']} symbols; batches of {s['batch']}, "
+                 f"Adam at {s['lr']}"],
+        ["the panel's starting model", f"{s['layers']}+{s['layers']} layers, {s['n_heads']} heads, "
+                                       f"d_model {s['d_model']}, {s['positional']} positions "
+                                       f"({r['parameters']:,} parameters)"],
+        [f"training to {r['target_sequence_accuracy']:.0%} sequence accuracy (500 held-out "
+         f"sequences)", f"{r['seconds_to_target']:.1f} s, {r['steps_to_target']} steps "
+                        f"(median of {len(r['seconds_each'])} runs)"],
+        ["download when the panel opens", f"{mib(r['download_bytes'])} "
+                                          f"({mib(r['download_bytes_gzip'])} gzip-compressed)"],
+        ["runtime", f"TensorFlow.js {tf['version']}, {tf['backend']}"
+                    f"{' SIMD' if tf['simd'] else ''}, one thread, in a Web Worker"],
+        ["browser", r["browser"]],
+        ["load average (1 min) before / after", f"{r['load_average_before'][0]} / "
+                                                f"{r['load_average_after'][0]}"]])
+
+
 def weight_forms() -> str:
     """The page model's weight forms against fp32: download, greedy-id agreement, BLEU."""
     r = load("weight_forms")
@@ -430,6 +454,10 @@ BENCHMARKS = [
      "and after (--label)", "python benchmarks/browser_speed.py --label after", "browser_speed",
      lambda r: f"{r['runs']['after']['model_bytes'] / 2**20:.1f} MiB, beam 4 "
                f"{r['runs']['after']['browser']['beam_ms']:.0f} ms"),
+    ("page_training.py", "chapter 4's training panel in headless Chromium: time to 99% on "
+     "reversal, and its download", "python benchmarks/page_training.py", "page_training",
+     lambda r: f"{r['seconds_to_target']:.1f} s ({r['steps_to_target']} steps), "
+               f"{r['download_bytes_gzip'] / 2**20:.2f} MiB gzip"),
     ("weight_forms.py", "the page model's weights in int8 and fp16 against fp32",
      "python benchmarks/weight_forms.py", "weight_forms",
      lambda r: ", ".join(f"{f} {b / 2**20:.2f} MiB" for f, b in r["model_bytes"].items())),
@@ -474,7 +502,7 @@ QUOTED = ["tiny_recipe", "small_recipe", "anchors", "book_model_before", "book_m
           "speed_held", "trainer_precision",
           "bf16_without_instructions", "attention_kernel", "compile_cpu", "optimizer_speed",
           "dropout_speed", "decode_speed", "vocab_speed", "host_memory", "prepare_wmt14_scale",
-          "browser_speed",
+          "browser_speed", "page_training",
           "table3", "build_times"]
 
 

@@ -139,14 +139,16 @@
 
   class BrowserModel {
     /* Fetch the runtime and the model listed in files (progress(done, total) in bytes) and
-       start both sessions. Throws an Error whose message says what went wrong. */
-    static async load(modelBase, ortBase, files, progress = () => {}) {
+       start both sessions. Throws an Error whose message says what went wrong. `local`:
+       the model's files the reader chose ({name: bytes}, checked by explorer_files.js)
+       instead of the book's; the runtime still comes from the site. */
+    static async load(modelBase, ortBase, files, progress = () => {}, local = null) {
       requireWebAssembly();
       if (!files || !files.model || !files.ort) {
         throw new Error("this page lacks the list of the model's files (data-files): the " +
                         "book was built without the exported model");
       }
-      const total = downloadBytes(files);
+      const total = local ? downloadBytes({ort: files.ort}) : downloadBytes(files);
       let done = 0;
       progress(0, total);
       const get = (base, group, name) => {
@@ -154,11 +156,12 @@
         return fetchBytes(base + name, files[group][name].sha256,
                           (n) => { done += n; progress(done, total); });
       };
+      const mine = async (base, group, name) => local ? new Uint8Array(local[name]) : get(base, group, name);
       const manifest = JSON.parse(new TextDecoder().decode(
-        await get(modelBase, "model", "manifest.json")));
+        await mine(modelBase, "model", "manifest.json")));
       const model = {};
       for (const name of ["encoder.onnx", "decoder.onnx", "weights.bin"]) {
-        model[name] = await get(modelBase, "model", name);
+        model[name] = await mine(modelBase, "model", name);
       }
       if (typeof root.ort === "undefined") {
         const script = blobUrl(await get(ortBase, "ort", "ort.wasm.min.js"));
@@ -174,9 +177,14 @@
       ort.env.wasm.wasmBinary = wasm;
       const options = {executionProviders: ["wasm"], graphOptimizationLevel: "all",
                        externalData: [{path: "weights.bin", data: model["weights.bin"]}]};
-      const encoder = await ort.InferenceSession.create(model["encoder.onnx"], options);
-      const decoder = await ort.InferenceSession.create(model["decoder.onnx"], options);
-      const modelBytes = Object.values(files.model).reduce((n, f) => n + f.bytes, 0);
+      const session = (name) => ort.InferenceSession.create(model[name], options).catch((e) => {
+        throw new Error(local ? `${name} could not be read (a damaged file, or one of another ` +
+                                `export?): ${e.message || e}` : (e.message || String(e)));
+      });
+      const encoder = await session("encoder.onnx");
+      const decoder = await session("decoder.onnx");
+      const modelBytes = local ? Object.values(model).reduce((n, b) => n + b.byteLength, 0)
+        : Object.values(files.model).reduce((n, f) => n + f.bytes, 0);
       return new BrowserModel(manifest, encoder, decoder, modelBytes);
     }
 
@@ -428,8 +436,12 @@
     const job = async () => {
       try {
         if (type === "load") {
-          model = model || await BrowserModel.load(event.data.modelBase, event.data.ortBase,
-            event.data.files, (done, total) => post(id, "progress", {done, total}));
+          const progress = (done, total) => post(id, "progress", {done, total});
+          model = event.data.local   // the reader's own model replaces the one loaded
+            ? await BrowserModel.load(event.data.modelBase, event.data.ortBase, event.data.files,
+                                      progress, event.data.local)
+            : model || await BrowserModel.load(event.data.modelBase, event.data.ortBase,
+                                               event.data.files, progress);
           post(id, "done", {info: model.info()});
         } else if (!model) {
           throw new Error("the model is not loaded yet");

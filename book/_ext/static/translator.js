@@ -154,7 +154,8 @@
       else p.reject(new Error(m.message));
     }
 
-    async load() {
+    /* `local`: a model the reader chose ({name: bytes}, explorer_files.js), else the book's. */
+    async load(local = null) {
       this.button.disabled = true;
       this.status.classList.remove("lt-error");
       try {
@@ -162,6 +163,7 @@
         if (typeof Worker === "undefined") throw new Error("this browser cannot run a Web Worker");
         const files = JSON.parse(this.root.dataset.files || "null");
         this.bar.hidden = false;
+        if (this.worker) this.worker.terminate();
         this.worker = new Worker(WORKER);
         this.pending = new Map();
         this.lastId = 0;
@@ -170,7 +172,7 @@
           for (const p of this.pending.values()) p.reject(new Error(e.message || "the worker failed"));
           this.pending.clear();
         };
-        const done = await this.ask("load", {modelBase: this.modelBase, ortBase: this.ortBase, files},
+        const done = await this.ask("load", {modelBase: this.modelBase, ortBase: this.ortBase, files, local},
           (m) => {
             this.bar.max = m.total;
             this.bar.value = m.done;
@@ -182,12 +184,12 @@
         this.worker = null;
         this.button.disabled = false;
         this.bar.hidden = true;
-        return this.error(`The model could not be loaded: ${e.message}`);
+        return this.error(`${local ? "Your" : "The"} model could not be loaded: ${e.message}`);
       }
       this.bar.hidden = true;
       this.button.hidden = true;
       const c = this.model.cfg;
-      this.ready = `model ready (${mib(this.model.bytes)}; ${c.n_encoder_layers}+` +
+      this.ready = `${local ? "your " : ""}model ready (${mib(this.model.bytes)}; ${c.n_encoder_layers}+` +
         `${c.n_decoder_layers} layers, ${c.n_heads} heads, d_model ${c.d_model}, ` +
         `${this.model.weights} weights, running in WebAssembly on one thread, beside the ` +
         `page). Type an English sentence:`;
