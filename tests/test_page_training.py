@@ -17,7 +17,6 @@ train_worker.js, train_model.js).
 from __future__ import annotations
 
 import gzip
-import json
 import warnings
 from pathlib import Path
 
