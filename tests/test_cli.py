@@ -359,7 +359,8 @@ def test_book_quick_is_read_when_asked(monkeypatch):
 
 
 def test_under_ci_missing_corpora_fail_instead_of_skipping(tmp_path):
-    env = {**os.environ, "CI": "true", "TRANSFORMER_DATA": str(tmp_path / "nowhere")}
+    env = {**os.environ, "CI": "true", "TRANSFORMER_TEST_CORPORA": str(tmp_path / "nowhere"),
+           "TRANSFORMER_MULTI30K_URL": "http://127.0.0.1:9/unreachable"}
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
          "tests/test_trainer.py::test_uninterrupted_log_has_each_update_once",
