@@ -105,8 +105,8 @@ def test_every_option_of_every_command_has_help_and_shows_its_default():
     top = parser.format_help()
     assert "::" not in top and "\\" not in top            # no raw reST, no line continuations
     subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    assert set(subparsers.choices) == {"train", "prepare", "translate", "evaluate", "average",
-                                       "export", "ablate", "demo"}
+    assert set(subparsers.choices) == {"fetch", "train", "prepare", "translate", "evaluate",
+                                       "average", "export", "ablate", "demo"}
     for name, sub in subparsers.choices.items():
         formatter = sub._get_formatter()
         for action in sub._actions:
