@@ -1,6 +1,6 @@
 """CPU training beside other work: tokens/s by thread count and OpenMP wait policy.
 
-    python benchmarks/thread_policy.py --record book/results/thread_policy.json
+    python -m benchmarks.cpu.thread_policy --record book/results/thread_policy.json
 
 A reader's laptop builds the book with a browser open beside it. This trains the recipe
 ``tiny`` (``python -m transformer train --recipe tiny``, as a user runs it) for
@@ -26,10 +26,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from record import add_option, save
+from benchmarks.record import add_option, save
+from transformer_book.timing import Stopwatch
 
 POLICIES = {"default": {}, "passive": {"OMP_WAIT_POLICY": "PASSIVE"}}
 BUSY = "while True: pass"
@@ -48,9 +48,9 @@ def one_run(threads: int, policy: str, busy: bool, updates: int, limit_s: float)
                "--no-progress"]
         neighbour = subprocess.Popen([sys.executable, "-c", BUSY]) if busy else None
         try:
-            started = time.monotonic()
-            done = subprocess.run(cmd, env=env, capture_output=True, text=True)
-            wall = time.monotonic() - started
+            with Stopwatch() as watch:
+                done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            wall = watch.seconds
         finally:
             if neighbour is not None:
                 neighbour.kill()
