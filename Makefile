@@ -96,7 +96,8 @@ clean-cache:
 
 # A GPU machine without network: fetch Multi30k and Tatoeba into .gpu_data/ (git-ignored)
 # with the commit they run at (run this right before copying the checkout there, with
-# the folder); then benchmarks/gpu_check.sh, gpu_train.sh and gpu_table3.sh run there.
+# the folder); benchmarks/gpu/check.sh, train.sh and table3.sh read the corpora from there
+# (a machine with network needs neither this nor gpu-wheels: benchmarks/README.md).
 # MIRROR=folder takes Multi30k from a local copy (checked by hash) instead of its host.
 gpu-data: setup
 	$(PY) -m transformer fetch multi30k-en-de --data-root .gpu_data \
@@ -105,10 +106,10 @@ gpu-data: setup
 	echo "$$(git rev-parse --short HEAD)$$(test -z "$$(git status --porcelain)" || echo +changes)" \
 	  > .gpu_data/COMMIT
 
-# Wheels of what the GPU machine's image lacks to run the chapters (gpu_train.sh step 3):
-# nbclient with a python3 kernel (ipykernel) and plotly, with their requirements, for its
-# python3 (3.12.3, the device notes' pip list of 2026-11), about 26 MB. The requirements the
-# image already has are dropped: a second copy would shadow its own.
+# Wheels of what a GPU machine without network lacks to run the chapters (benchmarks/gpu/
+# train.sh step 3): nbclient with a python3 kernel (ipykernel) and plotly, with their
+# requirements, for its python3 (GPU_PYTHON), about 26 MB. GPU_HAS: the requirements its
+# image already has, dropped (a second copy would shadow its own).
 GPU_PYTHON ?= 3.12
 GPU_WHEELS := nbclient nbformat ipykernel plotly
 GPU_HAS    := attrs narwhals packaging psutil pygments python_dateutil six typing_extensions

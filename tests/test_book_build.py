@@ -1,4 +1,4 @@
-"""benchmarks/book_build.py times `make book` from an empty run cache and records it."""
+"""benchmarks/book/build.py times `make book` from an empty run cache and records it."""
 import json
 import os
 import subprocess
@@ -29,8 +29,9 @@ def test_the_record_holds_the_build_and_the_training_from_an_empty_cache(tmp_pat
     make = fake_make(tmp_path)
     out = tmp_path / "record.json"
     env = {**os.environ, "TMPDIR": str(tmp_path), "TRANSFORMER_CACHE": str(tmp_path / "mine")}
-    subprocess.run([sys.executable, str(ROOT / "benchmarks/book_build.py"), "--record", str(out),
-                    "--make", str(make)], check=True, env=env, capture_output=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "benchmarks.book.build", "--record", str(out),
+                    "--make", str(make)], check=True, env=env, capture_output=True, timeout=120,
+                   cwd=ROOT)
     record = json.loads(out.read_text())
     assert record["train_s"] == 812.5 and record["updates"] == 3400
     assert record["precision"] == "bf16" and record["preset"] == "tiny"
@@ -42,10 +43,10 @@ def test_the_record_holds_the_build_and_the_training_from_an_empty_cache(tmp_pat
 def test_keep_moves_the_trained_run_into_the_users_cache(tmp_path):
     make = fake_make(tmp_path)
     env = {**os.environ, "TMPDIR": str(tmp_path), "TRANSFORMER_CACHE": str(tmp_path / "mine")}
-    command = [sys.executable, str(ROOT / "benchmarks/book_build.py"), "--make", str(make),
-               "--keep"]
-    subprocess.run(command, check=True, env=env, capture_output=True, timeout=120)
+    command = [sys.executable, "-m", "benchmarks.book.build", "--make", str(make), "--keep"]
+    subprocess.run(command, check=True, env=env, capture_output=True, timeout=120, cwd=ROOT)
     assert (tmp_path / "mine/abc/average.pt").exists()
     assert json.loads((tmp_path / "mine/abc/metrics.jsonl").read_text().splitlines()[-1])["final"]
-    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120,
+                           cwd=ROOT)
     assert again.returncode and "--keep: " in again.stderr and "exists" in again.stderr

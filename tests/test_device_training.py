@@ -1,6 +1,6 @@
 """The training step on each device the machine has (the CPU, and CUDA where present):
 every precision the trainer offers there, and ``--compile`` (one compilation for every
-batch shape, the same numbers as eager). benchmarks/gpu_check.sh runs these on a GPU."""
+batch shape, the same numbers as eager). benchmarks/gpu/check.sh runs these on a GPU."""
 import pytest
 import torch
 from torch._dynamo.utils import counters

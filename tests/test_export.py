@@ -140,7 +140,7 @@ def test_a_smaller_weight_form_stores_rounded_weights_the_graphs_restore(trained
 
 def test_compare_forms_measures_each_form_against_the_fp32_graphs(trained, shared_data,
                                                                    tmp_path):
-    """What benchmarks/weight_forms.py records: per split and form, the greedy-id agreement
+    """What benchmarks/book/weight_forms.py records: per split and form, the greedy-id agreement
     with the fp32 graphs and the BLEU change (here on a few sentences)."""
     from transformer.tools.export import compare_forms
     model, tokenizer, _ = trained

@@ -1,4 +1,6 @@
-"""benchmarks/gpu_check.sh (the GPU path's tests and throughput), rehearsed on the CPU."""
+"""benchmarks/gpu/check.sh (the GPU path's tests and throughput), rehearsed on the CPU,
+its options reaching its steps, and benchmarks/gpu/check_record.py on what it leaves."""
+import json
 import os
 import subprocess
 import sys
@@ -11,11 +13,25 @@ def test_gpu_check_dry_run_on_the_cpu(shared_data, tmp_path):
     out = tmp_path / "gpu_check"
     env = {**os.environ, "OUT": str(out), "PY": sys.executable,
            "TRANSFORMER_DATA": str(shared_data), "OMP_NUM_THREADS": "1"}
-    result = subprocess.run(["bash", "benchmarks/gpu_check.sh", "--dry-run"], cwd=REPO, env=env,
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(["bash", "benchmarks/gpu/check.sh", "--dry-run", "--budget-min", "5",
+                             "--limit-min", "9"], cwd=REPO, env=env, capture_output=True,
+                            text=True, timeout=600)
     log = (out / "log.txt").read_text()
     assert result.returncode == 0, log[-4000:]
     assert "gpu_check: ok" in log
     for name in ("tests", "throughput"):
         assert f"{name}: exit 0" in log, name
     assert (out / "throughput.json").is_file() and (out / "tests.xml").is_file()
+    assert "(steps: 1 2; limit a step: 9 min)" in log            # --limit-min reaches `step`
+    throughput = json.loads((out / "throughput.json").read_text())
+    assert throughput["settings"]["budget_min"] == 5               # --budget-min reaches step 2
+    assert "-m benchmarks.gpu.throughput --dry-run --budget-min 5" in \
+        throughput["provenance"]["command"]
+
+    record = tmp_path / "gpu_step.json"
+    subprocess.run([sys.executable, "-m", "benchmarks.gpu.check_record", str(out), "--out",
+                    str(record)], cwd=REPO, check=True, capture_output=True, timeout=60)
+    data = json.loads(record.read_text())
+    assert data["provenance"]["command"] == "bash benchmarks/gpu/check.sh"
+    assert data["tests"]["passed"] > 0 and data["tests"]["failed"] == 0
+    assert data["results"] and data["settings"]["budget_min"] == 5

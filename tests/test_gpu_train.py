@@ -1,5 +1,5 @@
-"""benchmarks/gpu_train.sh (issue 33: the base model, torchrun, the chapters on a GPU),
-rehearsed on the CPU, and benchmarks/gpu_train_record.py on what the rehearsal leaves."""
+"""benchmarks/gpu/train.sh (issue 33: the base model, torchrun, the chapters on a GPU),
+rehearsed on the CPU, and benchmarks/gpu/train_record.py on what the rehearsal leaves."""
 import json
 import os
 import subprocess
@@ -16,8 +16,9 @@ def test_gpu_train_dry_run_on_the_cpu_and_its_record(shared_data, tmp_path):
     out = tmp_path / "gpu_train"
     env = {**os.environ, "OUT": str(out), "PY": sys.executable,
            "TRANSFORMER_DATA": str(shared_data), "OMP_NUM_THREADS": "1"}
-    result = subprocess.run(["bash", "benchmarks/gpu_train.sh", "--dry-run"], cwd=REPO, env=env,
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(["bash", "benchmarks/gpu/train.sh", "--dry-run", "--train-min", "30",
+                             "--limit-min", "20"], cwd=REPO, env=env, capture_output=True,
+                            text=True, timeout=600)
     log = (out / "log.txt").read_text()
     assert result.returncode == 0, log[-4000:]
     assert "gpu_train: ok" in log
@@ -37,6 +38,8 @@ def test_gpu_train_dry_run_on_the_cpu_and_its_record(shared_data, tmp_path):
                for s in train["scores"].values())
     assert train["tokens_per_s"]["median"] > 0 and train["provenance"]["commit"]
     assert "--preset base" in train["provenance"]["command"]
+    assert "--time-limit-min 30" in train["provenance"]["command"]     # --train-min reaches it
+    assert "(steps: 1 2 3; limit a step: 20 min)" in log
     torchrun = json.loads((out / "torchrun.json").read_text())
     assert torchrun["ok"] and torchrun["backend"] == "gloo", torchrun
     assert 0 < torchrun["resumed_from"] < torchrun["killed_at_update"] < torchrun["finished_at"]
@@ -44,15 +47,15 @@ def test_gpu_train_dry_run_on_the_cpu_and_its_record(shared_data, tmp_path):
     assert notebooks["ok"] and notebooks["notebooks"][0]["cells_run"] == 2
 
     record = tmp_path / "gpu_train.json"
-    done = subprocess.run([sys.executable, "benchmarks/gpu_train_record.py", str(out), "--out",
+    done = subprocess.run([sys.executable, "-m", "benchmarks.gpu.train_record", str(out), "--out",
                            str(record)], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert [line.split(":")[0] for line in done.stdout.splitlines()] == ["train", "torchrun",
                                                                          "notebooks"]
     data = json.loads(record.read_text())
     assert data["train"]["scores"] == train["scores"] and data["torchrun"]["ok"]
-    # the second device call's folder updates the record and keeps the first call's part
+    # a later run of some steps alone updates the record and keeps the other parts
     (out / "train.json").unlink()
-    subprocess.run([sys.executable, "benchmarks/gpu_train_record.py", str(out), "--out",
+    subprocess.run([sys.executable, "-m", "benchmarks.gpu.train_record", str(out), "--out",
                     str(record)], cwd=REPO, check=True, capture_output=True, timeout=60)
     assert json.loads(record.read_text())["train"] == data["train"]

@@ -105,7 +105,8 @@ def test_help_lists_every_recipe():
 
 def _commands_naming_recipes():
     """Every ``--recipe NAME`` in the Makefile, the README, the benchmarks and the book."""
-    files = [REPO / "Makefile", REPO / "README.md", *sorted((REPO / "benchmarks").glob("*.*")),
+    scripts = sorted(p for p in (REPO / "benchmarks").rglob("*") if p.suffix in (".py", ".sh", ".md"))
+    files = [REPO / "Makefile", REPO / "README.md", *scripts,
              *sorted((REPO / "book").glob("*.ipynb"))]
     for path in files:
         for name in re.findall(r"--recipe[ =\"',]+([\w-]+)", path.read_text(encoding="utf-8")):

@@ -103,24 +103,28 @@ def test_the_results_page_renders_every_quoted_record():
     assert set(results.QUOTED) <= shown, set(results.QUOTED) - shown
 
 
-@pytest.mark.parametrize("script, name, args", [
-    ("dropout_speed.py", "dropout_speed", ["--rows", "64", "--rounds", "1", "--calls", "1"]),
-    ("decode_speed.py", "decode_speed", ["--batch", "2", "--steps", "4", "--src-len", "3"]),
+@pytest.mark.parametrize("module, name, args", [
+    ("benchmarks.cpu.dropout_speed", "dropout_speed", ["--rows", "64", "--rounds", "1",
+                                                       "--calls", "1"]),
+    ("benchmarks.cpu.decode_speed", "decode_speed", ["--batch", "2", "--steps", "4",
+                                                     "--src-len", "3"]),
 ])
-def test_a_benchmark_writes_a_record_the_docs_render(script, name, args, tmp_path, monkeypatch):
-    """`--record PATH` writes the figures with complete provenance and the wall time, in
-    the form the Results page and benchmarks/README.md render."""
+def test_a_benchmark_writes_a_record_the_docs_render(module, name, args, tmp_path, monkeypatch):
+    """`python -m benchmarks.GROUP.NAME --record PATH` (from the repository root, no path
+    set up) writes the figures with complete provenance and the wall time, in the form
+    the Results page and benchmarks/README.md render; its command is the one typed."""
     import os
     import subprocess
     import sys
     path = tmp_path / f"{name}.json"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    subprocess.run([sys.executable, str(REPO / "benchmarks" / script), *args, "--threads", "1",
-                    "--record", str(path)], check=True, capture_output=True, env=env, cwd=REPO)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    subprocess.run([sys.executable, "-m", module, *args, "--threads", "1", "--record", str(path)],
+                   check=True, capture_output=True, env=env, cwd=REPO)
     record = json.loads(path.read_text())
     assert not results.provenance_problems(record)
     assert record["provenance"]["wall_s"] > 0 and record["provenance"]["device"] == "cpu"
-    assert f"--record {path}" in record["provenance"]["command"]
+    assert record["provenance"]["command"] == " ".join(
+        [Path(sys.executable).name, "-m", module, *args, "--threads", "1", "--record", str(path)])
     for other in results.RESULTS.glob("*.json"):
         if other.name != path.name:
             (tmp_path / other.name).write_text(other.read_text())
@@ -137,7 +141,7 @@ def test_a_record_names_a_dirty_tree_anywhere_but_in_the_records(tmp_path, monke
     tools.mkdir(parents=True)
     shutil.copy(REPO / "transformer/tools/provenance.py", tools / "provenance.py")
     (tmp_path / "benchmarks").mkdir()
-    (tmp_path / "benchmarks/x.py").write_text("x = 1\n")
+    (tmp_path / "benchmarks" / "x.py").write_text("x = 1\n")
     (tmp_path / "book/results").mkdir(parents=True)
     (tmp_path / "book/results/r.json").write_text("{}\n")
     git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
@@ -150,5 +154,84 @@ def test_a_record_names_a_dirty_tree_anywhere_but_in_the_records(tmp_path, monke
     assert not module.git_commit().endswith("+changes")
     (tmp_path / "book/results/r.json").write_text('{"a": 1}\n')
     assert not module.git_commit().endswith("+changes")
-    (tmp_path / "benchmarks/x.py").write_text("x = 2\n")
+    (tmp_path / "benchmarks" / "x.py").write_text("x = 2\n")
     assert module.git_commit().endswith("+changes")
+
+
+# ---- the benchmark scripts and every reference to them ----------------------------------
+
+def _script_of_module(module: str) -> Path:
+    return REPO / (module.replace(".", "/") + ".py")
+
+
+def test_the_table_lists_every_benchmark_as_it_is_run():
+    """Each row of BENCHMARKS names scripts that exist, in the group folder its command
+    runs; every module that writes a record (``add_option``) has its row."""
+    listed = set()
+    for script, _, command, _, _ in results.BENCHMARKS:
+        for part in script.split(" + "):
+            assert (REPO / "benchmarks" / part).is_file(), part
+            listed.add(part)
+        if command.startswith("python -m "):
+            module = command.split()[2]
+            assert _script_of_module(module) == REPO / "benchmarks" / script, (module, script)
+        else:
+            assert command.split()[:2] == ["bash", f"benchmarks/{script.split(' + ')[0]}"]
+    writers = {str(p.relative_to(REPO / "benchmarks")) for p in (REPO / "benchmarks").rglob("*.py")
+               if "add_option(" in p.read_text() and p.name != "record.py"}
+    assert writers and writers <= listed, writers - listed
+    assert {p.split("/")[0] for p in listed} == set(results.GROUPS)
+
+
+def _commands(record: dict):
+    """Every command a record's provenance names (runs, entries and rows included)."""
+    for part in [record, *record.get("entries", []),
+                 *(record["runs"].values() if isinstance(record.get("runs"), dict) else []),
+                 *(r for r in record.get("rows", []) if isinstance(r, dict))]:
+        prov = part.get("provenance", {}) if part is not record or "provenance" in part else {}
+        yield from filter(None, [prov.get("command"), *prov.get("commands", []),
+                                 part.get("command") if part is not record else None])
+
+
+def test_every_records_command_leads_to_its_script_today():
+    """A committed record keeps the command that measured it, old paths and all; each
+    script such a command names is found today, where it is or through MOVED."""
+    assert all((REPO / new).is_file() for new in results.MOVED.values())
+    named = 0
+    for path in sorted(results.RESULTS.glob("*.json")):
+        for command in _commands(json.loads(path.read_text())):
+            for script in re.findall(r"benchmarks/[\w/]+\.(?:py|sh)", command):
+                named += 1
+                assert (REPO / results.MOVED.get(script, script)).is_file(), (path.name, script)
+            for module in re.findall(r"-m (benchmarks(?:\.\w+)+)", command):
+                named += 1
+                assert _script_of_module(module).is_file(), (path.name, module)
+    assert named >= 15
+
+
+def test_every_reference_to_a_benchmark_names_a_file_that_exists():
+    """The docs, the book, the package, the tests and the scripts name benchmarks by their
+    path (``benchmarks/<group>/<name>.py``) or module (``benchmarks.<group>.<name>``); each
+    exists. Only the dated
+    notes (docs/notes/, history) and the records name the paths from before the move,
+    and benchmarks/README.md's sentence about it."""
+    import subprocess
+    files = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True,
+                           check=True).stdout.split()
+    checked, stale = 0, []
+    for name in files:
+        if name.startswith(("book/results/", "docs/notes/")) or not name.endswith(
+                (".py", ".sh", ".md", ".ipynb", ".toml", ".yml", "Makefile")):
+            continue
+        text = (REPO / name).read_text(encoding="utf-8")
+        for script in re.findall(r"(?<![\w./-])benchmarks/[\w/]+\.(?:py|sh)\b", text):
+            checked += 1
+            if not (REPO / script).is_file() and not (
+                    name == "benchmarks/README.md" and script in results.MOVED):
+                stale.append((name, script))
+        for module in re.findall(r"(?<![\w./-])benchmarks(?:\.[a-z_]+)+(?=[\s`'\",)]|$)", text):
+            checked += 1
+            if not (_script_of_module(module).is_file()
+                    or (REPO / module.replace(".", "/") / "__init__.py").is_file()):
+                stale.append((name, module))
+    assert checked > 50 and not stale, stale

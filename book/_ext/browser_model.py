@@ -16,7 +16,7 @@
 * The model: when the build has finished, the run chapters 7-9 use (``cached_run`` of
   ``book_run_config``, already trained by chapter 7) is exported with
   :func:`transformer.tools.export.export_model` into ``_static/model/``, its weight matrices
-  stored as ``PAGE_WEIGHTS`` (``benchmarks/weight_forms.py`` measures what that changes).
+  stored as ``PAGE_WEIGHTS`` (``benchmarks/book/weight_forms.py`` measures what that changes).
 
 Enabled from ``_config.yml``: ``sphinx: local_extensions: {browser_model: book/_ext}``.
 """
@@ -42,7 +42,7 @@ HERE = Path(__file__).resolve().parent
 WIDGET = 'id="live-translator"'
 MODEL_FILES = ("manifest.json", "encoder.onnx", "decoder.onnx", "weights.bin")  # the page's
 # how the page's model stores its weight matrices: fp16 kept the translations of a tiny-preset
-# model (greedy ids, BLEU), int8 did not (benchmarks/weight_forms.py measures both)
+# model (greedy ids, BLEU), int8 did not (benchmarks/book/weight_forms.py measures both)
 PAGE_WEIGHTS = "fp16"
 PAGE_CODE = ("bpe.js", "browser_model.js", "translator.js", "translator.css")
 

@@ -10,13 +10,13 @@ a multiple of 2^-16 (0.1 becomes 0.100006) and the kept values are scaled by
 set to exactly 0 (``nn.Dropout`` multiplies, so a dropped NaN stays NaN there). On a GPU
 (where ``F.dropout`` is one fused kernel) it is ``F.dropout``. Under ``torch.compile`` on a
 CPU the mask's draw is one opaque operator: the compiler's own per-element random draw
-is slow there, and made the compiled step slower than eager (benchmarks/compile_speed.py).
+is slow there, and made the compiled step slower than eager (benchmarks/cpu/compile_speed.py).
 
 :func:`drop_mask` is that mask in its readable, boolean form. The layer itself applies the
 same mask through :func:`keep_bits`, integers of the input's width that are all ones where
 a value is kept: one bitwise AND then zeroes the dropped values. Ops on bool tensors are
 slow on a CPU: the AND is much faster than the bool mask with ``masked_fill``, and both
-than ``nn.Dropout`` (benchmarks/dropout_speed.py; its record is
+than ``nn.Dropout`` (benchmarks/cpu/dropout_speed.py; its record is
 book/results/dropout_speed.json).
 """
 from __future__ import annotations

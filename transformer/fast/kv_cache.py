@@ -5,7 +5,7 @@ cache each step runs the decoder over the whole prefix again; with one, each dec
 layer keeps the keys and values it has already computed: self-attention appends the new
 position's, cross-attention computes the memory's once. The new query attends to all of
 them, which is exactly what row t of the full causal forward pass computes
-(tests/test_fast.py; ``benchmarks/decode_speed.py`` measures the saving).
+(tests/test_fast.py; ``benchmarks/cpu/decode_speed.py`` measures the saving).
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ table. ``python -m transformer ablate`` is the command line.
 
 :data:`BUDGETS` name the update budgets: ``cpu`` (the CPU table of chapter 11, 400 updates
 of 2,048 tokens), ``gpu`` (4,000 updates of 8,000 tokens, where the base row has learnt;
-benchmarks/gpu_table3.sh) and ``smoke`` (a rehearsal of the GPU path on a tiny model).
+benchmarks/gpu/table3.sh) and ``smoke`` (a rehearsal of the GPU path on a tiny model).
 The base row runs first, at ``base_seeds`` seeds, then the rows with a paper value, then
 the rows the paper does not have; ``jobs`` rows train at once (each in its own process),
 and a time budget starts no row that would end after it, so a table grows over several
@@ -124,7 +124,7 @@ TABLE_TRAIN = dict(preset="small", corpus="multi30k-en-de", max_tokens=2048,
 # decay to 0.0007 at update 4,000. Validation every 1,000 updates (loss and greedy BLEU on
 # 200 sentences) shows whether a row has flattened. An H200 runs such a row in about a
 # minute (launches, not arithmetic, bound a 7.6M-parameter model: ~5-8 ms an update,
-# plus the process's start and the scoring); see benchmarks/gpu_table3.sh.
+# plus the process's start and the scoring); see benchmarks/gpu/table3.sh.
 GPU_TRAIN = dict(TABLE_TRAIN, max_tokens=8000, update_tokens=8000, warmup=400,
                  lr_factor=0.7, eval_every=1000, eval_bleu_sentences=200, log_every=50)
 # A rehearsal of the GPU path on a CPU: a one-layer model of width 32, 3 updates.

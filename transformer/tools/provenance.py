@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..training.precision import BF16_INSTRUCTIONS
 
-__all__ = ["cpu_name", "git_commit", "provenance", "record_text", "write_record"]
+__all__ = ["cpu_name", "git_commit", "provenance", "record_text", "this_command", "write_record"]
 
 
 def cpu_name() -> str:
@@ -59,13 +59,23 @@ def git_commit() -> str:
         return "unknown (no git)"
 
 
+def this_command() -> str:
+    """This process's command line as it was typed: ``python -m benchmarks.cpu.X ...`` for a
+    module run with ``-m`` (whose ``sys.argv[0]`` is the module's file), else ``python
+    SCRIPT ...``."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    program = (["-m", spec.name.removesuffix(".__main__")] if spec is not None and spec.name
+               else sys.argv[:1])
+    return " ".join(shlex.quote(a) for a in [Path(sys.executable).name, *program,
+                                             *sys.argv[1:]])
+
+
 def provenance(command: str | None = None, device=None) -> dict:
     """Commit, command (default: this process's), CPU, GPU, torch, CUDA and UTC date."""
     import torch
     record = {
         "commit": git_commit(),
-        "command": command or " ".join(shlex.quote(a) for a in [Path(sys.executable).name,
-                                                                 *sys.argv]),
+        "command": command or this_command(),
         "cpu": cpu_name(),
         "torch": torch.__version__,
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

@@ -126,7 +126,7 @@ class TrainConfig:
         False, run=False, result=True,
         help="torch.compile each encoder and decoder layer, sizes dynamic: one compilation "
              "(a minute or so at the start) serves every batch shape "
-             "(benchmarks/compile_speed.py)")
+             "(benchmarks/cpu/compile_speed.py)")
     threads: int = setting(0, run=False, result=True, min=0,
                            help="torch CPU threads (0: torch's default)")
     adapt_threads: bool = setting(

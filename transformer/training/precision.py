@@ -84,10 +84,10 @@ def autocast(device: torch.device, precision: str):
     PyTorch's "math" attention kernel.
 
     At sentence lengths the math kernel's forward and backward are faster on a CPU than
-    the fused ("flash") CPU kernel: 2-3x in bf16 (benchmarks/train_throughput.py); in
+    the fused ("flash") CPU kernel: 2-3x in bf16 (benchmarks/cpu/train_throughput.py); in
     fp32, at the ``tiny`` preset's shapes, 1.3-3.7x up to 40 keys (the fused kernel wins
     from 48 or 96 keys on, depending on the allocator), and a whole update of
-    ``make train-tiny`` 1.11-1.23x (benchmarks/attention_kernel_speed.py,
+    ``make train-tiny`` 1.11-1.23x (benchmarks/cpu/attention_kernel_speed.py,
     records on the Results page). So it is chosen in every precision.
     """
     with contextlib.ExitStack() as stack:

@@ -7,8 +7,8 @@ graphs', and the BLEU of beam 4 (the page's search) on each whole split, fp32 be
 The form passes when the ids agree on at least 95% of the sentences and the BLEU moves by
 at most 0.3 on every split (issue #35). Writes the record with its provenance:
 
-    python benchmarks/weight_forms.py --checkpoint runs/tiny/average.pt
-    python benchmarks/weight_forms.py --record book/results/weight_forms.json   # the book's model
+    python -m benchmarks.book.weight_forms --checkpoint runs/tiny/average.pt
+    python -m benchmarks.book.weight_forms --record book/results/weight_forms.json  # the book's
 
 Without ``--checkpoint`` it takes the book's model (trained first if the run cache lacks
 it). ``--bleu-sentences N`` scores only the first N sentences of each split (a quick look;
@@ -17,13 +17,9 @@ the record says so).
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "book"))
-
-from record import add_option  # noqa: E402  (benchmarks/record.py)
+from benchmarks.record import add_option
 
 AGREEMENT, BLEU_CHANGE = 0.95, 0.3        # issue #35: what a smaller form must keep
 

@@ -13,8 +13,8 @@ included) and through ``transformer.decoding.translate`` in this process (torch,
 ``--threads``). ``--record PATH`` keeps the result there under ``--label``, with its
 provenance.
 
-    python benchmarks/browser_speed.py --label after --record book/results/browser_speed.json
-    python benchmarks/browser_speed.py --code-from ec7b39e --weights fp32 --label before \\
+    python -m benchmarks.book.browser_speed --label after --record book/results/browser_speed.json
+    python -m benchmarks.book.browser_speed --code-from ec7b39e --weights fp32 --label before \\
         --checkpoint OLD/average.pt --record book/results/browser_speed.json
 
 ``--code-from REV`` serves the page's code as it was at git revision ``REV`` (the
@@ -27,6 +27,8 @@ from __future__ import annotations
 import argparse
 import functools
 import http.server
+import importlib.machinery
+import importlib.util
 import json
 import os
 import shutil
@@ -35,21 +37,32 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 from urllib.parse import urlparse
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "book"))
-sys.path.insert(0, str(REPO / "book" / "_ext"))
-
-from record import add_option  # noqa: E402  (benchmarks/record.py)
+from benchmarks import REPO
+from benchmarks.record import add_option
+from transformer_book.timing import Stopwatch
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8">
 <link rel="stylesheet" href="../_static/translator.css">
 <script src="../_static/plotly.min.js"></script>{scripts}</head><body>
 <div id="live-translator" class="live-translator" data-model="../_static/model/"
  data-ort="../_static/ort/" {attributes}></div></body></html>"""
+
+
+def page_build():
+    """``book/_ext/browser_model.py``: the book's Sphinx extension that lays out the page's
+    model and code. The extensions are no package (Sphinx imports each by name from
+    ``book/_ext``, and this one imports ``npm_cache`` so): both are loaded from there under
+    their own names, as Sphinx loads them."""
+    for name in ("npm_cache", "browser_model"):
+        if name not in sys.modules:
+            spec = importlib.machinery.PathFinder.find_spec(name, [str(REPO / "book" / "_ext")])
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+    return sys.modules["browser_model"]
 
 
 def fifteen_word_sentence() -> str:
@@ -62,10 +75,10 @@ def stage(checkpoint: Path, root: Path, weights: str, code_from: str | None = No
     """The page, its code, the runtime and the model, as the book's build lays them out;
     ``code_from``: the page's code (book/_ext/static) of that git revision instead."""
     import plotly
-    from browser_model import copy_page_files, download_list, widget_attributes
     from transformer.tools.export import export_checkpoint
+    build = page_build()
     static = root / "_static"
-    if not copy_page_files(REPO, static):
+    if not build.copy_page_files(REPO, static):
         raise SystemExit("no onnxruntime-web: needs npm (or ORT_WEB_DIR)")
     if code_from:
         for name in ("bpe.js", "browser_model.js", "translator.js", "translator.css"):
@@ -76,14 +89,14 @@ def stage(checkpoint: Path, root: Path, weights: str, code_from: str | None = No
                 (static / name).write_bytes(old.stdout)
     shutil.copy2(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", static)
     export_checkpoint(checkpoint, static / "model", weights=weights)
-    files = download_list(static)
+    files = build.download_list(static)
     # the scripts the page loads, of those this code has (earlier revisions: bpe.js too)
     scripts = "".join(f'<script src="../_static/{name}"{" defer" * (name == "translator.js")}>'
                       f"</script>" for name in ("bpe.js", "browser_model.js", "translator.js")
                       if (static / name).is_file())
     (root / "book").mkdir()
-    (root / "book" / "page.html").write_text(PAGE.format(scripts=scripts,
-                                                         attributes=widget_attributes(files)))
+    page = PAGE.format(scripts=scripts, attributes=build.widget_attributes(files))
+    (root / "book" / "page.html").write_text(page)
     return files
 
 
@@ -118,12 +131,12 @@ def in_browser(root: Path, sentence: str, repeats: int) -> dict:
     threading.Thread(target=server.serve_forever, daemon=True).start()
 
     def load(page) -> float:
-        start = time.perf_counter()
-        page.click("button.lt-load")
-        page.wait_for_selector("form.lt-form:not([hidden]), .lt-error", timeout=300_000)
+        with Stopwatch() as watch:
+            page.click("button.lt-load")
+            page.wait_for_selector("form.lt-form:not([hidden]), .lt-error", timeout=300_000)
         if page.query_selector(".lt-error"):
             raise SystemExit(page.text_content(".lt-status"))
-        return time.perf_counter() - start
+        return watch.seconds
 
     try:
         with sync_playwright() as pw:
@@ -165,20 +178,20 @@ def in_python(checkpoint: Path, sentence: str, repeats: int, threads: int) -> di
     import torch
     from transformer.decoding import translate
     from transformer.inference import load_model
-    start = time.perf_counter()
-    run = subprocess.run([sys.executable, "-m", "transformer", "translate", str(checkpoint),
-                          "--beam", "4", "--threads", str(threads)], input=sentence + "\n",
-                         capture_output=True, text=True, check=True)
-    cli_s = time.perf_counter() - start
+    with Stopwatch() as cli:
+        run = subprocess.run([sys.executable, "-m", "transformer", "translate", str(checkpoint),
+                              "--beam", "4", "--threads", str(threads)], input=sentence + "\n",
+                             capture_output=True, text=True, check=True)
+    cli_s = cli.seconds
     torch.set_num_threads(threads)
     model, tokenizer = load_model(checkpoint)
     times = {1: [], 4: []}
     for i in range(repeats + 1):
         for beam in (1, 4):
-            t = time.perf_counter()
-            out = translate(model, tokenizer, [sentence], beam_size=beam)
+            with Stopwatch() as watch:
+                out = translate(model, tokenizer, [sentence], beam_size=beam)
             if i:
-                times[beam].append((time.perf_counter() - t) * 1000)
+                times[beam].append(watch.seconds * 1000)
     return {"cli_s": cli_s, "cli_text": run.stdout.strip(), "greedy_ms": statistics.median(times[1]),
             "beam_ms": statistics.median(times[4]), "beam_text": out[0]}
 
@@ -196,9 +209,8 @@ def main():
                         help="the run's entry in --record, beside its other labels")
     add_option(parser, "browser_speed")
     args = parser.parse_args()
-    from browser_model import PAGE_WEIGHTS
     from transformer.tools.provenance import provenance, write_record
-    weights = args.weights or PAGE_WEIGHTS
+    weights = args.weights or page_build().PAGE_WEIGHTS
     checkpoint = args.checkpoint
     if checkpoint is None:
         from transformer_book.runs import book_run_config, cached_run

@@ -1,13 +1,13 @@
-"""The committed record of benchmarks/gpu_train.sh, made from the files it leaves in $OUT.
+"""The committed record of benchmarks/gpu/train.sh, made from the files it leaves in OUT.
 
-    python benchmarks/gpu_train_record.py OUT [OUT2 ...] --out book/results/gpu_train.json
+    python -m benchmarks.gpu.train_record OUT --out book/results/gpu_train.json
 
-The script runs in two device calls (STEPS=1, then STEPS="2 3"), each with its own OUT:
-name both. Reads OUT/train.json (the base run and its test scores), OUT/torchrun.json
-(the kill-and-resume check) and OUT/notebooks.json (chapters 7 and 10 through nbclient),
-whichever are there, each with its provenance, and writes one record holding them;
-a record already at --out keeps the parts this call does not bring. Prints one line per
-part.
+Reads OUT/train.json (the base run and its test scores), OUT/torchrun.json (the
+kill-and-resume check) and OUT/notebooks.json (chapters 7 and 10 through nbclient),
+whichever are there, each with its provenance, and writes one record holding them. A
+record already at --out keeps the parts this call does not bring, so a step run again
+alone (``train.sh --steps 3``, into another OUT) replaces only its own part; name several
+OUT folders to gather their parts at once. Prints one line per part.
 """
 from __future__ import annotations
 
@@ -16,11 +16,10 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from transformer.tools.provenance import write_record  # noqa: E402
+from transformer.tools.provenance import write_record
 
 PARTS = {"train": "train.json", "torchrun": "torchrun.json", "notebooks": "notebooks.json"}
-SOURCE = "benchmarks/gpu_train.sh (issue 33): STEPS=1, then STEPS='2 3', on one GPU"
+SOURCE = "bash benchmarks/gpu/train.sh (issue 33), on one GPU"
 
 
 def summary(name: str, part: dict) -> str:
@@ -41,7 +40,7 @@ def summary(name: str, part: dict) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("folders", nargs="+", type=Path, help="gpu_train.sh's OUT folder(s)")
+    p.add_argument("folders", nargs="+", type=Path, help="train.sh's OUT folder(s)")
     p.add_argument("--out", type=Path, required=True, help="the record to write or update")
     args = p.parse_args(argv)
     record = json.loads(args.out.read_text()) if args.out.exists() else {"source": SOURCE}

@@ -1,8 +1,8 @@
 """Decoding speed: KV-cached greedy decoding against recomputing the whole prefix, and
 beam search (beam 4) against greedy.
 
-    python benchmarks/decode_speed.py                      # small preset, batch 64, 50 steps
-    python benchmarks/decode_speed.py --threads 1 --batch 16 --steps 30
+    python -m benchmarks.cpu.decode_speed                  # small preset, batch 64, 50 steps
+    python -m benchmarks.cpu.decode_speed --threads 1 --batch 16 --steps 30
 
 Part 1 runs exactly ``--steps`` decoder steps in a local loop that calls
 ``model.decode`` / ``model.project`` directly (argmax, EOS not special), once with a
@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 import torch
 
-from record import add_option, save
+from benchmarks.record import add_option, save
 from transformer import FastTransformer, KVCache, ModelConfig
 from transformer.decoding import beam_search, build_source_batch, greedy_decode
+from transformer_book.timing import best_seconds
 
 
 def fixed_steps(model, src, steps, use_cache):
@@ -46,12 +46,9 @@ def fixed_steps(model, src, steps, use_cache):
 
 
 def timed(fn, repeats):
-    best, out = float("inf"), None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, out
+    """The best of ``repeats`` timed calls of ``fn``, and what the last call returned."""
+    out = []
+    return best_seconds(lambda: out.append(fn()), repeats), out[-1]
 
 
 def main(argv=None):

@@ -1,6 +1,6 @@
 """Preparing a WMT14-sized corpus once, then reading it from several training processes.
 
-    python benchmarks/prepare_speed.py --record book/results/prepare_wmt14_scale.json
+    python -m benchmarks.cpu.prepare_speed --record book/results/prepare_wmt14_scale.json
 
 WMT14 English-German has about 4.5M sentence pairs and is not on this machine, so the
 script builds a stand-in of the same size from Tatoeba's train split: each synthetic pair
@@ -28,15 +28,14 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
 
-from record import add_option, save
+from benchmarks.record import add_option, save
+from transformer_book.timing import Stopwatch
 
-REPO = Path(__file__).resolve().parents[1]
-
+# one reading process (a DDP rank), run with `python -c RANK FOLDER LIMIT_S`
 RANK = textwrap.dedent('''
     import json, sys, threading, time
     def status():
@@ -52,24 +51,26 @@ RANK = textwrap.dedent('''
     import torch
     from transformer.training.prepared import PreparedCorpus
     from transformer.training.recipes import recipe
+    from transformer_book.timing import Stopwatch
     torch.set_num_threads(1)
     cfg = recipe("base-wmt14")
-    start = time.perf_counter()
-    it = PreparedCorpus(sys.argv[1]).batch_iterator(
-        "train", cfg.direction, cfg.max_tokens, seed=cfg.seed, max_len=cfg.max_len)
-    n_batches = len(it)
-    plan_s = time.perf_counter() - start
+    with Stopwatch() as planning:
+        it = PreparedCorpus(sys.argv[1]).batch_iterator(
+            "train", cfg.direction, cfg.max_tokens, seed=cfg.seed, max_len=cfg.max_len)
+        n_batches = len(it)
+    plan_s = planning.seconds
     after_plan = status()
     limit = float(sys.argv[2])
     tokens = target = batches = 0
-    start = time.perf_counter()
-    for batch in it:
-        tokens += batch.n_src_tokens + batch.n_tgt_tokens
-        target += batch.n_tgt_tokens
-        batches += 1
-        if limit and time.perf_counter() - start > limit:
-            break
-    seconds = time.perf_counter() - start
+    with Stopwatch() as reading:
+        deadline = time.monotonic() + limit
+        for batch in it:
+            tokens += batch.n_src_tokens + batch.n_tgt_tokens
+            target += batch.n_tgt_tokens
+            batches += 1
+            if limit and time.monotonic() > deadline:
+                break
+    seconds = reading.seconds
     done.set()
     end = status()
     peak["RssAnon"] = max(peak["RssAnon"], end["RssAnon"])
@@ -125,9 +126,9 @@ def main(argv=None):
     from transformer.training.recipes import recipe
     scratch = Path(args.scratch)
     shutil.rmtree(scratch, ignore_errors=True)
-    start = time.perf_counter()
-    corpus = synthetic_corpus(scratch / "corpus", args.pairs, args.join)
-    corpus["build_s"] = round(time.perf_counter() - start, 1)
+    with Stopwatch() as building:
+        corpus = synthetic_corpus(scratch / "corpus", args.pairs, args.join)
+    corpus["build_s"] = round(building.seconds, 1)
     print(f"synthetic corpus: {corpus}", flush=True)
 
     cfg = recipe("base-wmt14")
@@ -135,15 +136,14 @@ def main(argv=None):
     command = [sys.executable, "-m", "transformer", "prepare", "--corpus",
                str(scratch / "corpus"), "--out", str(out), "--vocab-size", str(cfg.vocab_size),
                "--seed", str(cfg.seed), "--workers", str(args.workers)]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    start = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
-    lines = []
-    for line in proc.stdout:
-        print(line, end="", flush=True)
-        lines.append(line.rstrip("\n").replace(str(scratch), "SCRATCH"))
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - start
+    with Stopwatch() as preparing:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        lines = []
+        for line in proc.stdout:
+            print(line, end="", flush=True)
+            lines.append(line.rstrip("\n").replace(str(scratch), "SCRATCH"))
+        _, status, usage = os.wait4(proc.pid, 0)
+    seconds = preparing.seconds
     if status != 0:
         raise SystemExit(f"prepare failed (status {status})")
     manifest = json.loads((out / "prepared.json").read_text())
@@ -154,7 +154,7 @@ def main(argv=None):
                "folder_mb": round(sum(f.stat().st_size for f in out.iterdir()) / 2**20)}
 
     readers = [subprocess.Popen([sys.executable, "-c", RANK, str(out), str(args.iterate_s)],
-                                stdout=subprocess.PIPE, text=True, env=env)
+                                stdout=subprocess.PIPE, text=True)
                for _ in range(args.ranks)]
     ranks = []
     for r in readers:

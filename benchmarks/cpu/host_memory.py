@@ -1,7 +1,7 @@
 """Host memory of a CPU training run: resident size and tokens/s over the updates.
 
-    python benchmarks/host_memory.py --updates 1000              # glibc's malloc
-    python benchmarks/host_memory.py --updates 1000 --jemalloc   # as `python -m transformer`
+    python -m benchmarks.cpu.host_memory --updates 1000              # glibc's malloc
+    python -m benchmarks.cpu.host_memory --updates 1000 --jemalloc   # as `python -m transformer`
 
 Trains the CPU preset on Multi30k with the ``make train-small`` settings (``--precision
 auto``: bf16 on a CPU with bf16 instructions, else fp32; 2 threads, 4,096-token updates)
@@ -22,10 +22,10 @@ import tempfile
 import threading
 from pathlib import Path
 
-from record import add_option, save
+from benchmarks.record import add_option, save
 from transformer.training import host_memory
-from transformer.training.recipes import recipe
 from transformer.training.loop import Trainer
+from transformer.training.recipes import recipe
 
 
 def main(argv=None):
@@ -38,7 +38,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     preload = os.environ.get("LD_PRELOAD", "")
     if args.jemalloc and "jemalloc" not in preload:
-        host_memory.exec_with_jemalloc(sys.argv[1:], program=[sys.argv[0]])
+        host_memory.exec_with_jemalloc(sys.argv[1:], program=["-m", __spec__.name])
         raise SystemExit("no jemalloc to run under (apt-get install libjemalloc2; "
                          "TRANSFORMER_MALLOC unset)")
     allocator = (f"jemalloc ({os.environ.get('MALLOC_CONF', '')})" if "jemalloc" in preload
@@ -80,7 +80,7 @@ def main(argv=None):
     # (run the script once under each, one after the other), each row with its command.
     row = {"allocator": allocator, "peak_gb": round(host_memory.resident_mb()[1] / 1024, 2),
            "tokens_per_s": round(statistics.median(rates)), "updates": args.updates,
-           "command": " ".join(["python", *sys.argv])}
+           "command": " ".join(["python", "-m", __spec__.name, *sys.argv[1:]])}
     old = json.loads(Path(args.record).read_text()) if args.record and Path(args.record).exists() else {}
     rows = [r for r in old.get("rows", []) if r["allocator"] != allocator] + [row]
     save(args.record, f"{args.updates} updates of the small preset with make train-small's "

@@ -1,10 +1,11 @@
-"""The steps of benchmarks/gpu_train.sh that need more than one command, each writing a
+"""The steps of benchmarks/gpu/train.sh that need more than one command, each writing a
 result record with its provenance (transformer/tools/provenance.py).
 
-    python benchmarks/gpu_train_steps.py train-record RUN SCORE.json... --command CMD \
+    python -m benchmarks.gpu.train_steps train-record RUN SCORE.json... --command CMD \
         --wall-s S --out OUT/train.json
-    python benchmarks/gpu_train_steps.py torchrun --corpus C --work DIR --out OUT/torchrun.json
-    python benchmarks/gpu_train_steps.py notebooks NB.ipynb... --out-dir OUT --out OUT/notebooks.json
+    python -m benchmarks.gpu.train_steps torchrun --corpus C --work DIR --out OUT/torchrun.json
+    python -m benchmarks.gpu.train_steps notebooks NB.ipynb... --out-dir OUT \
+        --out OUT/notebooks.json
 
 train-record: the base run's updates, target tokens per second, training and wall time,
 final validation loss, parameters and settings, with the sacreBLEU scores (BLEU, chrF) of
@@ -33,10 +34,9 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-from transformer.checkpoint import step_file  # noqa: E402
-from transformer.tools.provenance import provenance, write_record  # noqa: E402
+from transformer.checkpoint import step_file
+from transformer.tools.provenance import provenance, write_record
+from transformer_book.timing import Stopwatch
 
 
 def _device() -> str:
@@ -154,30 +154,30 @@ def torchrun_check(args) -> dict:
              "--save-every", str(args.save_every), "--keep-last", "3", "--log-every", "1",
              "--eval-bleu-sentences", "0", "--no-progress", *args.train_args]
     log = open(args.work / "torchrun.log", "w")
-    started = time.perf_counter()
-    first = subprocess.Popen(launcher + train + ["--max-updates", "1000000"], stdout=log,
-                             stderr=subprocess.STDOUT)
     kill_after = 2 * args.save_every        # a checkpoint to resume from, and updates past it
-    deadline = time.monotonic() + args.timeout_s
-    try:
-        while first.poll() is None and time.monotonic() < deadline:
-            logged = [r["step"] for r in _records(run) if "loss" in r]
-            if newest_checkpoint(run) >= kill_after and logged and \
-                    logged[-1] > newest_checkpoint(run):
-                break
-            time.sleep(0.05)
-    finally:
-        running = first.poll() is None
-        killed = kill_all(first.pid) if running else []   # torchrun and its worker, at once
-        first.wait()
-    first_s = time.perf_counter() - started
+    with Stopwatch() as first_run:
+        first = subprocess.Popen(launcher + train + ["--max-updates", "1000000"], stdout=log,
+                                 stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + args.timeout_s
+        try:
+            while first.poll() is None and time.monotonic() < deadline:
+                logged = [r["step"] for r in _records(run) if "loss" in r]
+                if newest_checkpoint(run) >= kill_after and logged and \
+                        logged[-1] > newest_checkpoint(run):
+                    break
+                time.sleep(0.05)
+        finally:
+            running = first.poll() is None
+            killed = kill_all(first.pid) if running else []   # torchrun and its worker, at once
+            first.wait()
+    first_s = first_run.seconds
     logged = [r["step"] for r in _records(run) if "loss" in r]
     resume_from = newest_checkpoint(run)
     target = resume_from + args.more
-    started = time.perf_counter()
-    second = subprocess.run(launcher + train + ["--max-updates", str(target)], stdout=log,
-                            stderr=subprocess.STDOUT, timeout=args.timeout_s)
-    second_s = time.perf_counter() - started
+    with Stopwatch() as second_run:
+        second = subprocess.run(launcher + train + ["--max-updates", str(target)], stdout=log,
+                                stderr=subprocess.STDOUT, timeout=args.timeout_s)
+    second_s = second_run.seconds
     log.close()
     text = (args.work / "torchrun.log").read_text()
     steps = [r["step"] for r in _records(run) if "loss" in r]
@@ -215,14 +215,16 @@ def run_notebook(path: Path, out_dir: Path, timeout: int, cwd: Path | None = Non
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=True,
+    client = NotebookClient(nb, timeout=timeout or None, kernel_name="python3",   # 0: none
+                            record_timing=True,
                             resources={"metadata": {"path": str(cwd or path.parent)}})
-    started, error = time.perf_counter(), None
-    try:
-        client.execute()
-    except (CellExecutionError, CellTimeoutError) as exc:
-        error = str(exc).strip().splitlines()[-1][:500]
-    seconds = time.perf_counter() - started
+    error = None
+    with Stopwatch() as watch:
+        try:
+            client.execute()
+        except (CellExecutionError, CellTimeoutError) as exc:
+            error = str(exc).strip().splitlines()[-1][:500]
+    seconds = watch.seconds
     nbformat.write(nb, out_dir / path.name)
     timed = []
     for index, cell in enumerate(nb.cells):
@@ -274,7 +276,9 @@ def main(argv=None) -> int:
     s = sub.add_parser("notebooks", help="execute notebooks through nbclient")
     s.add_argument("notebooks", nargs="+")
     s.add_argument("--out-dir", type=Path, required=True)
-    s.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    s.add_argument("--timeout", type=int, default=0,
+                   help="seconds a cell may run (default 0: no limit; train.sh --limit-min "
+                        "limits the whole step)")
     s.add_argument("--kernel-cwd", type=Path, default=None,
                    help="the kernel's folder (default: the notebook's)")
     s.add_argument("--out", type=Path, required=True)

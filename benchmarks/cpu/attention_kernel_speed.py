@@ -10,12 +10,12 @@ kernel on a CPU (transformer/training/precision.py). This measures why, two ways
    encoder's self-attention (a key-padding mask) and the decoder's (causal), the two
    backends in turn, fp32, then bf16 autocast if this CPU has bf16 instructions;
 2. whole training updates of ``make train-tiny`` (tiny preset, dropout 0.2, 2,048-token
-   updates, ``--precision auto``; ``vocab_speed.recipe_trainer``): two trainers built
+   updates, ``--precision auto``; ``benchmarks.cpu.trainer``): two trainers built
    alike (same seed, so the same batches), one with each kernel, in rounds of
    ``--updates`` updates taking turns.
 
-    python benchmarks/attention_kernel_speed.py
-    python benchmarks/attention_kernel_speed.py --skip-kernels --rounds 6 --updates 30
+    python -m benchmarks.cpu.attention_kernel_speed
+    python -m benchmarks.cpu.attention_kernel_speed --skip-kernels --rounds 6 --updates 30
 """
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ import argparse
 import contextlib
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import torch
@@ -31,9 +30,10 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import transformer.training.loop as loop_module
+from benchmarks.cpu.trainer import recipe_trainer
+from benchmarks.record import add_option, save
 from transformer.training.precision import cpu_has_native_bf16
-from vocab_speed import recipe_trainer       # make train-tiny's trainer (benchmarks/)
-from record import add_option, save
+from transformer_book.timing import Stopwatch, median_seconds
 
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "math": SDPBackend.MATH}
 TRAINER_AUTOCAST = loop_module.autocast        # mixed precision + the math kernel
@@ -49,15 +49,11 @@ def kernel_ms(backend, n_seq: int, length: int, causal: bool, dtype, reps: int) 
         mask = torch.rand(n_seq, 1, 1, length) > 0.1
         mask[..., 0] = True
     grad = torch.randn(n_seq, 4, length, 32, dtype=dtype)
-    times = []
+
+    def call():
+        F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal).backward(grad)
     with sdpa_kernel(backend):
-        for i in range(reps + 2):
-            start = time.perf_counter()
-            F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
-                                           is_causal=causal).backward(grad)
-            if i >= 2:                                    # two untimed warm-up calls
-                times.append(time.perf_counter() - start)
-    return 1e3 * statistics.median(times)
+        return 1e3 * median_seconds(call, reps, warmup=2)      # two untimed warm-up calls
 
 
 def kernels(tokens: int, reps: int) -> dict:
@@ -100,11 +96,12 @@ def updates(scratch: Path, args) -> dict:
             run = runs[name]
             loop_module.autocast = flash_autocast if name == "flash" else TRAINER_AUTOCAST
             try:
-                start = time.perf_counter()
-                for _ in range(args.updates if r else 3):
-                    run["trainer"].train_update(*run["trainer"].next_micro_batches(run["batches"]))
+                with Stopwatch() as watch:
+                    for _ in range(args.updates if r else 3):
+                        run["trainer"].train_update(
+                            *run["trainer"].next_micro_batches(run["batches"]))
                 if r:
-                    run["seconds"].append((time.perf_counter() - start) / args.updates)
+                    run["seconds"].append(watch.seconds / args.updates)
             finally:
                 loop_module.autocast = TRAINER_AUTOCAST
         if r:

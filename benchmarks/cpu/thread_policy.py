@@ -1,6 +1,6 @@
 """CPU training beside other work: tokens/s by thread count and OpenMP wait policy.
 
-    python benchmarks/thread_policy.py --record book/results/thread_policy.json
+    python -m benchmarks.cpu.thread_policy --record book/results/thread_policy.json
 
 A reader's laptop builds the book with a browser open beside it. This trains the recipe
 ``tiny`` (``python -m transformer train --recipe tiny``, as a user runs it) for
@@ -30,11 +30,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from record import add_option, save
+from benchmarks.record import add_option, save
 from transformer.tools.provenance import write_record
+from transformer_book.timing import Stopwatch
 
 POLICIES = {"default": {}, "passive": {"OMP_WAIT_POLICY": "PASSIVE"},
             "spin-1k": {"GOMP_SPINCOUNT": "1000"}, "spin-20k": {"GOMP_SPINCOUNT": "20000"},
@@ -55,9 +55,9 @@ def one_run(threads: int, policy: str, busy: bool, updates: int, limit_s: float)
                "--no-progress"] + ([] if policy == "adaptive" else ["--no-adapt-threads"])
         neighbour = subprocess.Popen([sys.executable, "-c", BUSY]) if busy else None
         try:
-            started = time.monotonic()
-            done = subprocess.run(cmd, env=env, capture_output=True, text=True)
-            wall = time.monotonic() - started
+            with Stopwatch() as watch:
+                done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            wall = watch.seconds
         finally:
             if neighbour is not None:
                 neighbour.kill()

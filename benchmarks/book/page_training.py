@@ -10,7 +10,7 @@ sequences first reached 99%. ``--repeats`` trainings (the same seed, so the same
 the time is their median). The machine's load average is kept beside the figures: time
 it on a quiet machine.
 
-    python benchmarks/page_training.py --record book/results/page_training.json
+    python -m benchmarks.book.page_training --record book/results/page_training.json
 """
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ import argparse
 import functools
 import gzip
 import html
+import importlib.machinery
+import importlib.util
 import http.server
 import json
 import os
@@ -29,10 +31,19 @@ import time
 from pathlib import Path
 from urllib.parse import urlparse
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "book" / "_ext"))
+from benchmarks import REPO
+from benchmarks.record import add_option, save
 
-from record import add_option, save  # noqa: E402  (benchmarks/record.py)
+def _extension(name: str):
+    """The book's Sphinx extension ``book/_ext/NAME.py``, loaded under its own name as
+    Sphinx loads it (the extensions are no package)."""
+    if name not in sys.modules:
+        spec = importlib.machinery.PathFinder.find_spec(name, [str(REPO / "book" / "_ext")])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8">
 <script>{loader}</script></head><body>
@@ -43,7 +54,9 @@ PAGE = """<!doctype html><html><head><meta charset="utf-8">
 def stage(root: Path) -> dict:
     """The panel's page, its code and TensorFlow.js under ``root``, as the build lays them
     out; returns the download list (book/_ext/page_training.py's ``download_list``)."""
-    from page_training import LOADER, copy_panel_files, download_bytes, download_list
+    extension = _extension("npm_cache") and _extension("page_training")
+    LOADER, copy_panel_files = extension.LOADER, extension.copy_panel_files
+    download_bytes, download_list = extension.download_bytes, extension.download_list
     static = root / "_static"
     if not copy_panel_files(REPO, static):
         raise SystemExit("no TensorFlow.js: needs npm")

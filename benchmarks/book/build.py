@@ -1,14 +1,14 @@
 """The wall time of ``make book`` from an empty run cache, with the share that trains the
 book's model (chapter 7), written as a result record.
 
-    python benchmarks/book_build.py --record book/results/book_build.json
+    python -m benchmarks.book.build --record book/results/book_build.json
 
 Runs ``make book`` with ``TRANSFORMER_CACHE`` pointed at a new empty folder (so the book's
 model is trained from scratch, as on a fresh machine; your own cache is left alone) and
 reads the trained run's ``metrics.jsonl`` for its training seconds and updates. Run it on a
 quiet machine: the time is the figure. The record names the CPU and whether it trained in
 bf16 or fp32. ``--keep`` then moves the trained run into your own cache, so that the other
-benchmarks of the book's model (``book_model.py``, ``weight_forms.py``, ``browser_speed.py``)
+benchmarks of the book's model (``model``, ``weight_forms``, ``browser_speed`` here)
 score the model this build trained instead of training it again.
 """
 from __future__ import annotations
@@ -18,17 +18,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "book"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from book_model import run_summary  # noqa: E402   the run's settings and length
-from record import add_option  # noqa: E402
+from benchmarks import REPO
+from benchmarks.book.model import run_summary      # the run's settings and length
+from benchmarks.record import add_option
+from transformer_book.timing import Stopwatch
 
 
 def main(argv=None):
@@ -43,9 +39,9 @@ def main(argv=None):
     measured = provenance()                     # the code as the build starts
     with tempfile.TemporaryDirectory(prefix="book-cache-") as cache:
         env = {**os.environ, "TRANSFORMER_CACHE": cache}
-        started = time.perf_counter()
-        done = subprocess.run([args.make, "-C", str(ROOT), "book"], env=env)
-        wall = time.perf_counter() - started
+        with Stopwatch() as watch:
+            done = subprocess.run([args.make, "-C", str(REPO), "book"], env=env)
+        wall = watch.seconds
         if done.returncode:
             raise SystemExit(f"make book failed (exit {done.returncode}) after {wall:.0f} s")
         runs = [p.parent for p in Path(cache).glob("*/average.pt")]

@@ -1,8 +1,8 @@
 """How well the book's model translates: BLEU and chrF on the test split of every corpus
 it was trained for, written as a result record.
 
-    python benchmarks/book_model.py --record book/results/book_model.json
-    python benchmarks/book_model.py --checkpoint OLD/average.pt --corpora multi30k-en-de \\
+    python -m benchmarks.book.model --record book/results/book_model.json
+    python -m benchmarks.book.model --checkpoint OLD/average.pt --corpora multi30k-en-de \\
         tatoeba-en-de --record book/results/book_model_before.json
 
 Without ``--checkpoint`` it scores the book's model (the recipe ``book``, chapter 7's
@@ -15,14 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book"))
-
-from record import add_option, save  # noqa: E402
+from benchmarks.record import add_option, save
+from transformer_book.timing import Stopwatch
 
 
 def run_summary(folder: Path) -> dict:
@@ -85,11 +81,11 @@ def main(argv=None):
         src, ref = test.src[:args.limit or None], test.tgt[:args.limit or None]
         scores[Path(corpus).name] = row = {"sentences": len(src)}
         for name, beam, alpha in (("beam4", 4, 0.6), ("greedy", 1, 0.6)):
-            started = time.perf_counter()
-            hyps = translate(model, tokenizer, src, beam_size=beam, alpha=alpha)
-            result = score(hyps, ref)
+            with Stopwatch() as watch:
+                hyps = translate(model, tokenizer, src, beam_size=beam, alpha=alpha)
+                result = score(hyps, ref)
             row[name] = {"bleu": round(result["bleu"], 1), "chrf": round(result["chrf"], 1),
-                         "seconds": round(time.perf_counter() - started, 1)}
+                         "seconds": round(watch.seconds, 1)}
             row["signature"] = result["bleu_signature"]
             print(f"{corpus} test, {name}: BLEU {row[name]['bleu']} chrF2 {row[name]['chrf']}")
     save(args.record, "the book's model on each corpus's test split (sacreBLEU), beam 4 "

@@ -9,22 +9,22 @@ weights with Adam and with Muon + Adam in turn, ``--updates`` each per round, so
 in the machine's speed hits both alike. Reported: seconds per update per round, and the
 median over rounds of Muon's time over Adam's.
 
-    python benchmarks/optimizer_speed.py                     # 3 rounds of 40 updates
-    python benchmarks/optimizer_speed.py --rounds 5 --updates 20
+    python -m benchmarks.cpu.optimizer_speed                 # 3 rounds of 40 updates
+    python -m benchmarks.cpu.optimizer_speed --rounds 5 --updates 20
 """
 from __future__ import annotations
 
 import argparse
 import statistics
 import tempfile
-import time
 
 import torch
 
-from record import add_option, save
-from transformer.training.recipes import recipe
+from benchmarks.record import add_option, save
 from transformer.training.loop import Trainer
 from transformer.training.optimizers import make_optimizer
+from transformer.training.recipes import recipe
+from transformer_book.timing import Stopwatch
 
 
 def main() -> None:
@@ -44,14 +44,14 @@ def main() -> None:
 
         def seconds_per_update(n: int) -> float:
             nonlocal batches
-            start = time.perf_counter()
-            for _ in range(n):
-                micro, n_tokens = trainer.next_micro_batches(batches)
-                if not micro:                                  # the epoch ended
-                    batches = iter(trainer.train_iter)
+            with Stopwatch() as watch:
+                for _ in range(n):
                     micro, n_tokens = trainer.next_micro_batches(batches)
-                trainer.train_update(micro, n_tokens)
-            return (time.perf_counter() - start) / n
+                    if not micro:                                  # the epoch ended
+                        batches = iter(trainer.train_iter)
+                        micro, n_tokens = trainer.next_micro_batches(batches)
+                    trainer.train_update(micro, n_tokens)
+            return watch.seconds / n
 
         seconds_per_update(10)                                 # warm-up, not timed
         ratios, rounds = [], []

@@ -1,7 +1,7 @@
 """Training tokens/s of the real trainer at the CPU preset, fp32 against bf16 autocast.
 
-    python benchmarks/trainer_precision.py                      # Multi30k, 60 updates each
-    python benchmarks/trainer_precision.py --updates 100 --threads 1
+    python -m benchmarks.cpu.trainer_precision                  # Multi30k, 60 updates each
+    python -m benchmarks.cpu.trainer_precision --updates 100 --threads 1
 
 Runs ``transformer.training.loop.Trainer`` itself (token-bucketed Multi30k batches, label-smoothed
 loss, fused Adam, the schedule) for ``--updates`` updates in each precision, in fresh
@@ -16,24 +16,24 @@ import argparse
 import json
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import torch
 
-from record import add_option, save
+from benchmarks.record import add_option, save
 from transformer.tokenizer import Tokenizer
-from transformer.training.recipes import recipe
 from transformer.training.loop import Trainer
+from transformer.training.recipes import recipe
+from transformer_book.timing import Stopwatch
 
 
 def run(precision: str, out: Path, args, tokenizer=None) -> dict:
     cfg = recipe("small", out_dir=str(out), corpus=args.corpus, data_root=args.data_root,
                  precision=precision, threads=args.threads, max_updates=args.updates,
                  time_limit_min=0, save_every=10**9, eval_bleu_sentences=0, progress=False)
-    started = time.perf_counter()
-    Trainer.from_config(cfg, tokenizer=tokenizer).fit()
-    wall = time.perf_counter() - started
+    with Stopwatch() as watch:
+        Trainer.from_config(cfg, tokenizer=tokenizer).fit()
+    wall = watch.seconds
     logged = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     rates = [r["tokens_per_s"] for r in logged if "tokens_per_s" in r][args.skip:]
     return {"median": statistics.median(rates), "min": min(rates), "max": max(rates),

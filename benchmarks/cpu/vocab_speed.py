@@ -16,34 +16,19 @@ size alike. Reported:
 seconds per update, target pieces per German sentence (with the end token), sentences per
 update, sentences per second and that as a ratio to the first size.
 
-    python benchmarks/vocab_speed.py                       # 8000 5000 4000, 5 rounds
-    python benchmarks/vocab_speed.py --vocab 8000 4000 --rounds 2
-    python benchmarks/vocab_speed.py --max-tokens 2048     # the current recipe's 2,048-token updates
+    python -m benchmarks.cpu.vocab_speed                     # 8000 5000 4000, 5 rounds
+    python -m benchmarks.cpu.vocab_speed --vocab 8000 4000 --rounds 2
+    python -m benchmarks.cpu.vocab_speed --max-tokens 2048   # the current recipe's updates
 """
 from __future__ import annotations
 
 import argparse
 import tempfile
-import time
 from pathlib import Path
 
-from record import add_option, save
-from transformer.training.recipes import recipe
-from transformer.training.loop import Trainer
-
-
-def recipe_trainer(vocab_size: int, scratch: Path, threads: int,
-                   data_root: str | None, max_tokens: int = 4096,
-                   optimizer: str = "adam") -> Trainer:
-    """The trainer of the 4,096-token recipe (``make train-tiny`` of 2026-12-01) at
-    ``vocab_size`` pieces, set up as ``python -m transformer train`` does
-    (:meth:`Trainer.from_config`: the BPE vocabulary trained on Multi30k's train split, the
-    batches, the model, Adam) in a run folder under ``scratch``. ``max_tokens=2048`` gives
-    the updates of the current recipe (the warm-up does not change an update's time)."""
-    cfg = recipe("tiny", out_dir=str(scratch / f"vocab{vocab_size}"), vocab_size=vocab_size,
-                 warmup=1000, max_tokens=max_tokens, update_tokens=max_tokens,
-                 threads=threads, data_root=data_root, progress=False, optimizer=optimizer)
-    return Trainer.from_config(cfg)
+from benchmarks.cpu.trainer import recipe_trainer
+from benchmarks.record import add_option, save
+from transformer_book.timing import Stopwatch
 
 
 def main() -> None:
@@ -74,15 +59,16 @@ def main() -> None:
     for r in range(args.rounds):
         for v in args.vocab[r % len(args.vocab):] + args.vocab[:r % len(args.vocab)]:
             run = runs[v]
-            start = time.perf_counter()
-            for _ in range(args.updates):
-                micro_batches, n_tokens = run["trainer"].next_micro_batches(run["batches"])
-                if not micro_batches:                  # end of an epoch: the next one
-                    run["batches"] = iter(run["trainer"].train_iter)
+            with Stopwatch() as watch:
+                for _ in range(args.updates):
                     micro_batches, n_tokens = run["trainer"].next_micro_batches(run["batches"])
-                run["sentences"] += sum(len(b) for b in micro_batches)
-                run["trainer"].train_update(micro_batches, n_tokens)
-            run["seconds"] += time.perf_counter() - start
+                    if not micro_batches:                  # end of an epoch: the next one
+                        run["batches"] = iter(run["trainer"].train_iter)
+                        micro_batches, n_tokens = run["trainer"].next_micro_batches(
+                            run["batches"])
+                    run["sentences"] += sum(len(b) for b in micro_batches)
+                    run["trainer"].train_update(micro_batches, n_tokens)
+            run["seconds"] += watch.seconds
             run["updates"] += args.updates
         print(f"round {r + 1}/{args.rounds} done", flush=True)
 

@@ -2,21 +2,21 @@
 as a bool tensor (``masked_fill`` with :func:`transformer.fast.dropout.drop_mask`), and
 :class:`transformer.fast.CheapDropout` (the same mask applied with a bitwise AND).
 
-    python benchmarks/dropout_speed.py [--rows 2000] [--threads 2] [--record PATH]
+    python -m benchmarks.cpu.dropout_speed [--rows 2000] [--threads 2] [--record PATH]
 
 Rounds alternate the three; the best round of each is printed, in ms, and recorded with
-``--record`` (benchmarks/record.py).
+``--record`` (``benchmarks.record``).
 """
 from __future__ import annotations
 
 import argparse
-import time
 
 import torch
 import torch.nn.functional as F
 
-from record import add_option, save
+from benchmarks.record import add_option, save
 from transformer.fast.dropout import LEVELS, CheapDropout, drop_mask
+from transformer_book.timing import Stopwatch
 
 
 def main() -> None:
@@ -45,10 +45,10 @@ def main() -> None:
         best = {name: float("inf") for name in forms}
         for _ in range(args.rounds):
             for name, form in forms.items():
-                start = time.perf_counter()
-                for _ in range(args.calls):
-                    form(x).backward(grad)
-                best[name] = min(best[name], (time.perf_counter() - start) / args.calls)
+                with Stopwatch() as watch:
+                    for _ in range(args.calls):
+                        form(x).backward(grad)
+                best[name] = min(best[name], watch.seconds / args.calls)
         print(f"({args.rows}, {args.width}) {str(dtype).removeprefix('torch.')}, "
               f"{args.threads} threads, forward + backward:")
         for name, seconds in best.items():

@@ -1,9 +1,9 @@
-"""The record of benchmarks/gpu_check.sh's steps 1-2, made from the files it leaves.
+"""The record of benchmarks/gpu/check.sh, made from the files it leaves in its OUT folder.
 
-    python benchmarks/gpu_record.py OUT --out book/results/gpu_step.json
+    python -m benchmarks.gpu.check_record OUT --out book/results/gpu_step.json
 
 Reads OUT/tests.xml (pytest's junit report of the device-aware tests) and
-OUT/throughput.json (benchmarks/gpu_throughput.py, with its provenance) and writes one
+OUT/throughput.json (``benchmarks.gpu.throughput``, with its provenance) and writes one
 record: the provenance, the tests' counts (and the names of any failed), and the
 throughput table.
 """
@@ -15,8 +15,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from transformer.tools.provenance import write_record  # noqa: E402
+from transformer.tools.provenance import write_record
 
 
 def test_outcome(xml_path: Path) -> dict:
@@ -37,12 +36,13 @@ def test_outcome(xml_path: Path) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("folder", type=Path, help="gpu_check.sh's OUT folder")
+    p.add_argument("folder", type=Path, help="check.sh's OUT folder")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
     throughput = json.loads((args.folder / "throughput.json").read_text())
-    record = {"provenance": {**throughput.pop("provenance"),
-                             "command": "OUT=... STEPS='1 2' bash benchmarks/gpu_check.sh"},
+    inner = throughput.pop("provenance")
+    record = {"provenance": {**inner, "command": "bash benchmarks/gpu/check.sh",
+                             "throughput_command": inner["command"]},
               "tests": test_outcome(args.folder / "tests.xml"), **throughput}
     write_record(args.out, record)
     print(json.dumps(record["tests"]))

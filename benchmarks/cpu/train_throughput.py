@@ -36,13 +36,14 @@ in the step took no time, a ceiling no eager rewrite of the model can pass.
 ``--padded`` runs ours on the padded layout (``FastTransformer(skip_padding=False)``), to
 measure what skipping padding gives.
 
-    python benchmarks/train_throughput.py                 # small and base, fp32 and bf16
-    python benchmarks/train_throughput.py --preset small --quick
+The comparison models, the batches and the FLOP count are in ``benchmarks.baselines``.
+
+    python -m benchmarks.cpu.train_throughput                 # small and base, fp32 and bf16
+    python -m benchmarks.cpu.train_throughput --preset small --quick
 """
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import platform
 import statistics
@@ -51,119 +52,25 @@ import time
 from contextlib import contextmanager
 
 import torch
-import torch.nn.functional as F
-from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from record import add_option, save
-from transformer import FastTransformer, ModelConfig, sinusoidal_encoding
-from transformer.batching import collate, token_batches
+from benchmarks.baselines import TorchTransformerMT, build_marian, make_batches, model_flops
+from benchmarks.record import add_option, save
+from transformer import FastTransformer, ModelConfig
 from transformer.tools.provenance import cpu_name
 from transformer.training.adam import paper_adam
 from transformer.config import PAD_ID
 from transformer.fast import FastLabelSmoothingLoss, SequenceLoss
+from transformer_book.timing import Stopwatch, best_seconds
 
 # Batch size in padded slots per side (the trainer's --max-tokens): ~3k real target
 # tokens at the CPU preset, ~1k at base dims.
 MAX_TOKENS = {"small": 3584, "base": 1280}
-
-
-# --------------------------------------------------------------------------- data
-def corpus_like_lengths(n: int, gen: torch.Generator) -> tuple[list[int], list[int]]:
-    """Source/target lengths in subword tokens (no EOS/BOS), shaped like Multi30k en-de.
-
-    Multi30k train has 11.9 +- 3.8 English and 11.1 +- 3.8 German words per sentence;
-    with an 8k sentencepiece vocabulary that is ~1.3 subwords per word. Source lengths
-    follow a gamma distribution with that mean and spread; the target is a noisy
-    multiple of the source, as in translation.
-    """
-    shape, scale = 9.6, 1.6                                    # mean 15.4, sd 5.0
-    src = torch._standard_gamma(torch.full((n,), shape), generator=gen) * scale
-    src = src.round().clamp(2, 100)
-    ratio = torch.empty(n).log_normal_(0.0, 0.15, generator=gen)
-    tgt = (src * 0.95 * ratio).round().clamp(1, 100)
-    return src.long().tolist(), tgt.long().tolist()
-
-
-def make_batches(n: int, max_tokens: int, vocab: int, bucketed: bool = True, seed: int = 0):
-    """``n`` right-padded (src, tgt_in, tgt_out) batches, as the project's trainer makes them.
-
-    Sentence lengths come from :func:`corpus_like_lengths`; the pairs are grouped by
-    :func:`transformer.batching.token_batches` (sorted by target then source length, packed
-    up to ``max_tokens`` slots per side) and padded by :func:`transformer.batching.collate`.
-    ``bucketed=False`` packs the pairs in random order instead (much more padding).
-    Token ids are random: the speed of a step does not depend on them.
-    """
-    gen = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)
-    src_len, tgt_len = corpus_like_lengths(40 * max_tokens // 16, gen)
-    groups = token_batches([s + 1 for s in src_len], [t + 1 for t in tgt_len], max_tokens,
-                           seed=seed, bucket=bucketed)
-    groups = [g for g in groups if len(g) > 1][:n]     # drop a lone over-long pair
-    batches = []
-    for group in groups:
-        src = [torch.randint(4, vocab, (src_len[i],), generator=gen).tolist() for i in group]
-        tgt = [torch.randint(4, vocab, (tgt_len[i],), generator=gen).tolist() for i in group]
-        b = collate(src, tgt)
-        batches.append((b.src, b.tgt_in, b.tgt_out))
-    return batches
-
-
-# ------------------------------------------------------------------------ models
 SKIP_PADDING = True       # --padded: ours on the padded layout
-class TorchTransformerMT(nn.Module):
-    """torch.nn.Transformer with the paper's embeddings and tied pre-softmax projection."""
-
-    def __init__(self, cfg: ModelConfig):
-        super().__init__()
-        d = cfg.d_model
-        self.pad_id, self.scale = cfg.pad_id, math.sqrt(d)
-        self.embed = nn.Parameter(torch.empty(cfg.vocab_size, d).normal_(0.0, d ** -0.5))
-        self.register_buffer("pe", sinusoidal_encoding(cfg.max_len, d), persistent=False)
-        self.dropout = nn.Dropout(cfg.dropout)
-        self.core = nn.Transformer(d, cfg.n_heads, cfg.n_encoder_layers, cfg.n_decoder_layers,
-                                   cfg.d_ff, cfg.dropout, activation="relu", batch_first=True,
-                                   norm_first=False, layer_norm_eps=cfg.layer_norm_eps)
-        # Same model as ours: no LayerNorm after a post-norm stack, dropout only on the
-        # residual branches (nn.Transformer also drops attention weights and activations).
-        self.core.encoder.norm = self.core.decoder.norm = None
-        for layer in [*self.core.encoder.layers, *self.core.decoder.layers]:
-            layer.dropout = nn.Dropout(cfg.activation_dropout)
-            for attn in (getattr(layer, "self_attn", None), getattr(layer, "multihead_attn", None)):
-                if attn is not None:
-                    attn.dropout = cfg.attention_dropout
-
-    def embed_tokens(self, tokens):
-        return self.dropout(F.embedding(tokens, self.embed) * self.scale
-                            + self.pe[:tokens.size(1)])
-
-    def forward(self, src, tgt_in):
-        src_pad, tgt_pad = src == self.pad_id, tgt_in == self.pad_id          # True = ignore
-        T = tgt_in.size(1)
-        causal = torch.ones(T, T, dtype=torch.bool).triu(1)                  # True = ignore
-        h = self.core(self.embed_tokens(src), self.embed_tokens(tgt_in), tgt_mask=causal,
-                      src_key_padding_mask=src_pad, tgt_key_padding_mask=tgt_pad,
-                      memory_key_padding_mask=src_pad, tgt_is_causal=True)
-        return h @ self.embed.t()                                             # (B, T, V)
 
 
-def build_marian(cfg: ModelConfig):
-    from transformers import MarianConfig, MarianMTModel
-    mc = MarianConfig(
-        vocab_size=cfg.vocab_size, decoder_vocab_size=cfg.vocab_size, d_model=cfg.d_model,
-        encoder_layers=cfg.n_encoder_layers, decoder_layers=cfg.n_decoder_layers,
-        encoder_attention_heads=cfg.n_heads, decoder_attention_heads=cfg.n_heads,
-        encoder_ffn_dim=cfg.d_ff, decoder_ffn_dim=cfg.d_ff, activation_function="relu",
-        dropout=cfg.dropout, attention_dropout=cfg.attention_dropout,
-        activation_dropout=cfg.activation_dropout, max_position_embeddings=cfg.max_len,
-        scale_embedding=True, share_encoder_decoder_embeddings=True, tie_word_embeddings=True,
-        pad_token_id=cfg.pad_id, eos_token_id=cfg.eos_id, decoder_start_token_id=cfg.bos_id,
-        forced_eos_token_id=cfg.eos_id, use_cache=False)
-    mc._attn_implementation = "sdpa"
-    return MarianMTModel(mc)
-
-
+# ------------------------------------------------------------------------ the step
 @contextmanager
 def precision(dtype: str):
     """fp32, or bf16 autocast with PyTorch's "math" attention kernel.
@@ -216,31 +123,7 @@ def make_steps(cfg: ModelConfig):
     return steps
 
 
-# ------------------------------------------------------------------------- FLOPs
-def model_flops(cfg: ModelConfig, src, tgt_out) -> float:
-    """Training FLOPs of one step on the real (non-pad) tokens.
-
-    6 * (matrix-multiply parameters) * tokens -- 2 per multiply-add forward, 4 backward --
-    with each weight counted on the tokens it multiplies: encoder (4 d^2 + 2 d d_ff per
-    layer) and the decoder's cross-attention K, V maps (2 d^2) on source tokens; the rest
-    of the decoder (6 d^2 + 2 d d_ff per layer) and the d x V output projection on target
-    tokens. The embedding lookup is not a matmul. Plus the attention products QK^T and AV,
-    6 * 2 * q_len * k_len * d per layer and sentence, over each sentence's real lengths;
-    decoder self-attention counts the causal half, T(T+1)/2.
-    """
-    d, f, V = cfg.d_model, cfg.d_ff, cfg.tgt_vocab_size
-    s_len = (src != cfg.pad_id).sum(1).double()
-    t_len = (tgt_out != cfg.pad_id).sum(1).double()
-    S, T = s_len.sum().item(), t_len.sum().item()
-    on_src = cfg.n_encoder_layers * (4 * d * d + 2 * d * f) + cfg.n_decoder_layers * 2 * d * d
-    on_tgt = cfg.n_decoder_layers * (6 * d * d + 2 * d * f) + d * V
-    dense = 6 * (on_src * S + on_tgt * T)
-    attn = 12 * d * (cfg.n_encoder_layers * (s_len ** 2).sum()
-                     + cfg.n_decoder_layers * ((t_len * (t_len + 1) / 2).sum()
-                                               + (t_len * s_len).sum()))
-    return dense + attn.item()
-
-
+# ------------------------------------------------------------------ matrix multiplies
 class GemmTimer(TorchDispatchMode):
     """Wall time spent inside matrix multiplies (mm, addmm, bmm, baddbmm: the same
     oneDNN/MKL kernels whichever model calls them), forward and backward."""
@@ -254,9 +137,9 @@ class GemmTimer(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if func.overloadpacket not in self.OPS:
             return func(*args, **(kwargs or {}))
-        started = time.perf_counter()
-        out = func(*args, **(kwargs or {}))
-        self.seconds += time.perf_counter() - started
+        with Stopwatch() as watch:
+            out = func(*args, **(kwargs or {}))
+        self.seconds += watch.seconds
         return out
 
 
@@ -285,12 +168,9 @@ class MatmulPeak:
     def sample(self, reps: int = 1) -> dict:
         for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
             a, b = torch.randn(self.n, self.n, dtype=dtype), torch.randn(self.n, self.n, dtype=dtype)
-            a @ b
-            for _ in range(reps):
-                t = time.perf_counter()
-                a @ b
-                self.best[name] = max(self.best[name],
-                                      2 * self.n ** 3 / (time.perf_counter() - t) / 1e9)
+            a @ b                                                   # untimed
+            seconds = best_seconds(lambda: a @ b, reps)
+            self.best[name] = max(self.best[name], 2 * self.n ** 3 / seconds / 1e9)
         return self.best
 
 
@@ -325,10 +205,10 @@ def run_preset(preset: str, args, peaks: MatmulPeak) -> dict:
     for r, batch in enumerate(batches[1:]):
         order = variants[r % len(variants):] + variants[:r % len(variants)]   # rotate
         for v in order:
-            t, c = time.perf_counter(), time.process_time()
-            steps[v[0]][1](batch, v[1])
-            wall[v].append(time.perf_counter() - t)
-            cpu[v].append(time.process_time() - c)
+            with Stopwatch() as watch:
+                steps[v[0]][1](batch, v[1])
+            wall[v].append(watch.seconds)
+            cpu[v].append(watch.cpu_seconds)
         peaks.sample()
         print(f"   round {r + 1}/{args.steps}: " + " ".join(
             f"{n}/{d} {wall[(n, d)][-1]:.2f}s" for n, d in variants), flush=True)
@@ -410,15 +290,15 @@ def main(argv=None):
     peaks = MatmulPeak()
     first = dict(peaks.sample(reps=5))
     print(f"2048^3 matmul now: fp32 {first['fp32']:.0f} GFLOP/s, bf16 {first['bf16']:.0f} GFLOP/s")
-    t0 = time.perf_counter()
     presets = ["small", "base"] if args.preset == "all" else [args.preset]
-    results = [run_preset(preset, args, peaks) for preset in presets]
-    peaks.sample(reps=3)
+    with Stopwatch() as total:
+        results = [run_preset(preset, args, peaks) for preset in presets]
+        peaks.sample(reps=3)
     print(f"\n2048^3 matmul peak, best seen in this run: fp32 {peaks.best['fp32']:.0f}, bf16 "
           f"{peaks.best['bf16']:.0f} GFLOP/s (the 'of peak' column divides by these)")
     for result in results:
         report(result, peaks)
-    print(f"\ntotal {time.perf_counter() - t0:.0f} s")
+    print(f"\ntotal {total.seconds:.0f} s")
     save(args.record, "one training step (forward, label-smoothed loss, backward, Adam) of "
          "ours (the trainer's fast form) against torch.nn.Transformer and Hugging Face Marian, "
          "same batches, medians of paired rounds; target tokens/s",

@@ -1,9 +1,9 @@
 """Training throughput on a GPU: ours vs torch.nn.Transformer vs Hugging Face Marian.
 
-    python benchmarks/gpu_throughput.py --compile --json out.json   # base and big, bf16
-    python benchmarks/gpu_throughput.py --dry-run                   # tiny, on the CPU (tested)
+    python -m benchmarks.gpu.throughput --compile --json out.json   # base and big, bf16
+    python -m benchmarks.gpu.throughput --dry-run                   # tiny, on the CPU (tested)
 
-The models and batches of ``train_throughput.py`` (the CPU benchmark), at the paper's
+The models and batches of the CPU benchmark (``benchmarks.baselines``), at the paper's
 sizes: each update accumulates micro-batches of ``--max-tokens`` padded slots per side
 until about ``--update-tokens`` target tokens (the paper: 25,000), as the trainer does,
 under bf16 autocast. Reports target tokens/s, model FLOPs per second (``model_flops``)
@@ -11,13 +11,13 @@ as a fraction of the bf16 matmul peak measured in the same run, and ours' ratios
 
 Implementations: ``ours`` is the trainer's form (FastTransformer, padding-free rows,
 SequenceLoss); ``ours_padded`` the same on the padded layout (no data-dependent sizes);
-``torch`` and ``marian`` as in train_throughput.py. With ``--compile`` each is also timed
-compiled: ours through :func:`transformer.fast.compile_layers` (what ``--compile`` does
-in the trainer), the others with ``torch.compile(model, dynamic=True)``; the first
-update's time (the compilation) and the number of graphs compiled are recorded. Rows
-run in order of importance, base first, and a row that would start after
-``--budget-s`` is left out (and listed), so the script ends in its slot; the JSON
-record, with its provenance, is rewritten after every row.
+``torch`` and ``marian`` as on a CPU (``benchmarks.baselines``). With ``--compile`` each
+is also timed compiled: ours through :func:`transformer.fast.compile_layers` (what
+``--compile`` does in the trainer), the others with ``torch.compile(model,
+dynamic=True)``; the first update's time (the compilation) and the number of graphs
+compiled are recorded. Rows run in order of importance, base first; with ``--budget-min``
+no row starts after that many minutes (those left out are listed; by default every row
+runs). The JSON record, with its provenance, is rewritten after every row.
 """
 from __future__ import annotations
 
@@ -27,37 +27,22 @@ import json
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_throughput import (TorchTransformerMT, build_marian, make_batches,  # noqa: E402
-                              model_flops)
-
-from transformer import FastTransformer, ModelConfig  # noqa: E402
-from transformer.fast import FastLabelSmoothingLoss, SequenceLoss, compile_layers  # noqa: E402
-from transformer.tools.provenance import provenance, write_record  # noqa: E402
-from transformer.training.adam import paper_adam  # noqa: E402
+from benchmarks.baselines import TorchTransformerMT, build_marian, make_batches, model_flops
+from transformer import FastTransformer, ModelConfig
+from transformer.fast import FastLabelSmoothingLoss, SequenceLoss, compile_layers
+from transformer.tools.provenance import provenance, write_record
+from transformer.training.adam import paper_adam
+from transformer_book.timing import Stopwatch, best_seconds
 
 
 def matmul_peak(device, n: int, reps: int = 10) -> float:
     """Best bf16 GFLOP/s of an n^3 matrix multiply on ``device``."""
     a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
     b = torch.randn(n, n, device=device, dtype=torch.bfloat16)
-    best = 0.0
-    for _ in range(reps):
-        sync(device)
-        t = time.perf_counter()
-        a @ b
-        sync(device)
-        best = max(best, 2 * n ** 3 / (time.perf_counter() - t) / 1e9)
-    return best
-
-
-def sync(device):
-    if device.type == "cuda":
-        torch.cuda.synchronize()
+    return 2 * n ** 3 / best_seconds(lambda: a @ b, reps, device) / 1e9
 
 
 def build(name: str, cfg: ModelConfig, device, compile: bool):
@@ -100,17 +85,15 @@ def time_updates(name, cfg, updates, device, compile, warmup):
         group["lr"] = 1e-4
     times = []
     for micro in updates:
-        sync(device)
-        t = time.perf_counter()
-        n_tokens = sum(int((b[2] != cfg.pad_id).sum()) for b in micro)
-        for src, tgt_in, tgt_out in micro:
-            with torch.autocast(device.type, dtype=torch.bfloat16):
-                loss = loss_of(src, tgt_in, tgt_out) / n_tokens
-            loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        sync(device)
-        times.append(time.perf_counter() - t)
+        with Stopwatch(device) as watch:
+            n_tokens = sum(int((b[2] != cfg.pad_id).sum()) for b in micro)
+            for src, tgt_in, tgt_out in micro:
+                with torch.autocast(device.type, dtype=torch.bfloat16):
+                    loss = loss_of(src, tgt_in, tgt_out) / n_tokens
+                loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        times.append(watch.seconds)
     del model, opt, params
     if device.type == "cuda":
         torch.cuda.empty_cache()
@@ -128,8 +111,9 @@ def main(argv=None):
     p.add_argument("--vocab", type=int, default=37000)
     p.add_argument("--compile", action="store_true", help="also time torch.compile'd steps")
     p.add_argument("--models", nargs="+", default=["ours", "ours_padded", "torch", "marian"])
-    p.add_argument("--budget-s", type=float, default=float("inf"),
-                   help="start no row after this many seconds (the rest are listed as left out)")
+    p.add_argument("--budget-min", type=float, default=0.0,
+                   help="start no row after this many minutes (the rest are listed as left "
+                        "out; default 0: every row runs)")
     p.add_argument("--json", help="write the results to this file")
     p.add_argument("--dry-run", action="store_true",
                    help="tiny dims, two updates, on the CPU: checks the script runs")
@@ -148,7 +132,8 @@ def main(argv=None):
     record = {"provenance": provenance(device=device), "peak_gflops": peak,
               "settings": {"update_tokens": args.update_tokens, "max_tokens": args.max_tokens,
                            "vocab": args.vocab, "updates": args.updates,
-                           "warmup": args.warmup, "autocast": "bf16"},
+                           "warmup": args.warmup, "autocast": "bf16",
+                           "budget_min": args.budget_min},
               "results": [], "left_out": []}
     start = time.perf_counter()
     plan = [(preset, compiled) for compiled in ([False, True] if args.compile else [False])
@@ -169,7 +154,7 @@ def main(argv=None):
                "micro_batches": per_update, "shapes": len({tuple(b[0].shape) + tuple(b[1].shape)
                                                            for b in batches})}
         for name in args.models:
-            if time.perf_counter() - start > args.budget_s:
+            if args.budget_min and time.perf_counter() - start > 60 * args.budget_min:
                 record["left_out"].append(f"{preset} {'compiled' if compiled else 'eager'} {name}")
                 continue
             try:

@@ -1,7 +1,7 @@
 """Eager against ``--compile`` (:func:`transformer.fast.compile_layers`) on this machine:
 updates of ``make train-tiny`` on Multi30k's real batches, every batch shape different.
 
-    python benchmarks/compile_speed.py --record book/results/compile_cpu.json
+    python -m benchmarks.cpu.compile_speed --record book/results/compile_cpu.json
 
 Two trainers with the same seed and batches; the compiled one first runs ``--warmup``
 updates (the compilations: the number of graphs is recorded and must stop growing),
@@ -15,16 +15,13 @@ import argparse
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from vocab_speed import recipe_trainer  # noqa: E402
-
-from transformer.fast import compile_layers  # noqa: E402
-from record import add_option, save  # noqa: E402
-from transformer.tools.provenance import write_record  # noqa: E402
+from benchmarks.cpu.trainer import recipe_trainer
+from benchmarks.record import add_option, save
+from transformer.fast import compile_layers
+from transformer.tools.provenance import write_record
+from transformer_book.timing import Stopwatch
 
 
 def graphs_compiled() -> int:
@@ -36,9 +33,9 @@ def timed_updates(trainer, batches, n: int) -> list[float]:
     times = []
     for _ in range(n):
         micro, n_tokens = trainer.next_micro_batches(batches)
-        start = time.perf_counter()
-        trainer.train_update(micro, n_tokens)
-        times.append(time.perf_counter() - start)
+        with Stopwatch() as watch:
+            trainer.train_update(micro, n_tokens)
+        times.append(watch.seconds)
     return times
 
 
@@ -59,9 +56,9 @@ def main(argv=None) -> int:
                                   args.data_root, 2048, "muon")
     compile_layers(compiled.model)
     streams = {"eager": iter(eager.train_iter), "compiled": iter(compiled.train_iter)}
-    start = time.perf_counter()
-    warm = timed_updates(compiled, streams["compiled"], args.warmup)
-    compile_s, graphs = time.perf_counter() - start, graphs_compiled()
+    with Stopwatch() as warming:
+        warm = timed_updates(compiled, streams["compiled"], args.warmup)
+    compile_s, graphs = warming.seconds, graphs_compiled()
     timed_updates(eager, streams["eager"], args.warmup)            # same batches as compiled
     times = {"eager": [], "compiled": []}
     for _ in range(args.rounds):

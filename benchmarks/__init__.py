@@ -1,0 +1,17 @@
+"""The project's measurements, one script each, grouped by what they measure:
+
+* ``benchmarks.cpu``: the model and its training on a CPU (throughput, precision, kernels,
+  memory, decoding, data preparation);
+* ``benchmarks.book``: the book and its page (the build, the book's model, the model in
+  the reader's browser);
+* ``benchmarks.gpu``: the GPU path (shell scripts with a ``--dry-run`` the tests run on a
+  CPU, and the Python steps they call).
+
+Run each from the repository root as a module, e.g. ``python -m
+benchmarks.cpu.train_throughput --help``; ``--record PATH`` writes its result record
+(:mod:`benchmarks.record`). Timing goes through the book's timing helpers
+(``transformer_book.timing``). ``benchmarks/README.md`` lists them with their records.
+"""
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]     # the repository root

@@ -1,0 +1,1 @@
+"""The model and its training on a CPU: ``python -m benchmarks.cpu.NAME --help``."""
