@@ -380,7 +380,22 @@ def test_figure_1_is_a_clean_diagram(viewport, open_page, site_dir, request, cap
 CLIPPED_JS = """() => {
   const shown = (t) => { const s = getComputedStyle(t);
     return t.textContent.trim() && s.visibility !== 'hidden' && s.display !== 'none' &&
-      Number(s.opacity) > 0 && !/rgba\\(.*,\\s*0\\)$/.test(s.fill) && parseFloat(s.fontSize) > 2; };
+      Number(s.opacity) > 0 && Number(s.fillOpacity) > 0 && !/rgba\\(.*,\\s*0\\)$/.test(s.fill) &&
+      parseFloat(s.fontSize) > 2; };
+  // the plotting area's clip-path of a text (plotly clips labels of points there)
+  const clipBox = (t) => {
+    for (let e = t; e && e.getAttribute; e = e.parentNode) {
+      const ref = /url\\(["']?#([^"')]+)/.exec(e.getAttribute('clip-path') || '');
+      const clip = ref && document.getElementById(ref[1]);
+      const rect = clip && clip.querySelector('rect');
+      if (!rect) continue;
+      const m = e.getScreenCTM(), x = +rect.getAttribute('x') || 0, y = +rect.getAttribute('y') || 0;
+      const xs = [x, x + +rect.getAttribute('width')].map((u) => m.a * u + m.e);
+      const ys = [y, y + +rect.getAttribute('height')].map((v) => m.d * v + m.f);
+      return [Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys)];
+    }
+    return [-Infinity, -Infinity, Infinity, Infinity];
+  };
   const out = [];
   for (const fig of document.querySelectorAll('.js-plotly-plot, svg.book-diagram')) {
     const f = fig.getBoundingClientRect();
@@ -389,11 +404,48 @@ CLIPPED_JS = """() => {
       if (!shown(t)) continue;
       const b = t.getBoundingClientRect();
       if (b.width === 0 || b.height === 0) continue;
-      if (b.left < Math.max(f.left, 0) - 1 || b.right > right + 1 || b.top < f.top - 1 || b.bottom > f.bottom + 1) {
+      const c = clipBox(t);
+      const box = [Math.max(f.left, 0, c[0]), Math.max(f.top, c[1]), Math.min(right, c[2]), Math.min(f.bottom, c[3])];
+      if (b.left < box[0] - 1 || b.right > box[2] + 1 || b.top < box[1] - 1 || b.bottom > box[3] + 1) {
         const title = fig._fullLayout ? (fig._fullLayout.title.text || '') : fig.getAttribute('aria-label');
         out.push([title.slice(0, 50), t.textContent.slice(0, 40),
-                  [b.left, b.top, b.right, b.bottom].map(Math.round), [f.left, f.top, right, f.bottom].map(Math.round)]);
+                  [b.left, b.top, b.right, b.bottom].map(Math.round), box.map(Math.round)]);
       }
+    }
+  }
+  return out;
+}"""
+
+# Texts of one figure drawn on top of each other: each text's box turned with it (tick
+# labels at -45 degrees), 1 px inside its edges, tested pairwise by separating axes.
+OVERLAP_JS = """() => {
+  const shown = (t) => { const s = getComputedStyle(t);
+    return t.textContent.trim() && s.visibility !== 'hidden' && s.display !== 'none' &&
+      Number(s.opacity) > 0 && Number(s.fillOpacity) > 0 && !/rgba\\(.*,\\s*0\\)$/.test(s.fill) &&
+      parseFloat(s.fontSize) > 2; };
+  const quad = (t) => {
+    const b = t.getBBox(), m = t.getScreenCTM(), i = Math.min(1, b.width / 4, b.height / 4);
+    return [[b.x + i, b.y + i], [b.x + b.width - i, b.y + i], [b.x + b.width - i, b.y + b.height - i],
+            [b.x + i, b.y + b.height - i]].map(([x, y]) => [m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f]);
+  };
+  const apart = (p, q) => {
+    for (const poly of [p, q]) for (let i = 0; i < 4; i++) {
+      const [x1, y1] = poly[i], [x2, y2] = poly[(i + 1) % 4], nx = y2 - y1, ny = x1 - x2;
+      const a = p.map(([x, y]) => nx * x + ny * y), b = q.map(([x, y]) => nx * x + ny * y);
+      if (Math.max(...a) <= Math.min(...b) || Math.max(...b) <= Math.min(...a)) return true;
+    }
+    return false;
+  };
+  const kind = (t) => (t.closest('g[class]') || t).getAttribute('class');
+  const out = [];
+  for (const fig of document.querySelectorAll('.js-plotly-plot, svg.book-diagram')) {
+    const texts = Array.from(fig.querySelectorAll('svg text')).filter(shown)
+      .filter((t) => t.getBBox().width > 0).map((t) => [t, quad(t)]);
+    for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++) {
+      if (apart(texts[i][1], texts[j][1])) continue;
+      const title = fig._fullLayout ? (fig._fullLayout.title.text || '') : fig.getAttribute('aria-label');
+      out.push([title.slice(0, 40), [texts[i][0].textContent.slice(0, 30), kind(texts[i][0])],
+                [texts[j][0].textContent.slice(0, 30), kind(texts[j][0])]]);
     }
   }
   return out;
@@ -403,7 +455,97 @@ CLIPPED_JS = """() => {
 @pytest.mark.parametrize("path", [p for p in PAGES if Path(p).name[:2].isdigit()])
 def test_no_figure_text_is_cut_off_on_a_phone(path, open_page):
     """At 390 px every text of every figure (titles, subtitles, tick labels, axis titles,
-    legend entries, labels of points) lies inside its figure's box and the screen."""
+    legend entries, labels of points) lies inside its figure's box, the screen and the
+    plotting area that clips it (a label of a point), and no two texts of a figure lie on
+    top of each other (tick labels, an axis title and its labels, labels of points)."""
     opened = open_page(path, viewport=PHONE)
+    opened.page.wait_for_timeout(300)              # phone_layout.js's measured second draw
     clipped = opened.page.evaluate(CLIPPED_JS)
     assert not clipped, f"{path}: {len(clipped)} texts outside their figure: {clipped[:8]}"
+    overlapping = opened.page.evaluate(OVERLAP_JS)
+    assert not overlapping, f"{path}: {len(overlapping)} pairs of texts overlap: {overlapping[:8]}"
+
+
+# Each figure's layout, as far as the phone's and the desktop's differ (phone_layout.js).
+LAYOUT_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map((gd) => {
+  const fl = gd._fullLayout;
+  return JSON.stringify({height: fl.height, wrapper: gd.parentElement.style.height,
+    margin: [fl.margin.l, fl.margin.r, fl.margin.t, fl.margin.b],
+    legend: fl.showlegend ? [fl.legend.orientation, fl.legend.yref] : null,
+    colorbars: gd._fullData.filter((t) => t.visible === true && t.showscale && t.colorbar)
+      .map((t) => t.colorbar.orientation),
+    domains: Object.keys(fl).filter((k) => /^[xy]axis\\d*$/.test(k)).sort()
+      .map((k) => k + ' ' + fl[k].domain.map((d) => d.toFixed(3)))});
+})"""
+
+
+def test_figures_follow_the_phone_switch(open_page, request, capsys):
+    """A phone turned and a window widened: across phone_layout.js's switch (600 px), both
+    ways, several times, every figure of a chapter is laid out as on a page opened at that
+    width (390: the phone's, 844 and 1280: the desktop's), the slider step a reader chose
+    stays chosen, and no text is cut off (at 390 px none overlaps either)."""
+    path, words = "book/04_multi_head.html", "Encoder self-attention"
+    fresh = {}
+    for width in (390, 844, 1280):
+        opened = open_page(path, viewport=(width, 844))
+        opened.page.wait_for_timeout(300)
+        fresh[width] = opened.page.evaluate(LAYOUT_JS)
+        opened.close()
+    assert len(fresh[390]) >= 3 and all(a != b for a, b in zip(fresh[390], fresh[1280])), fresh
+    opened = open_page(path, viewport=PHONE)
+    page = opened.page
+    _, chosen = move_slider(page, words)
+    plain = lambda state: {**state, "title": state["title"].replace("<br>", " ")}  # noqa: E731
+    for width in (844, 390, 1280, 390):
+        page.set_viewport_size({"width": width, "height": PHONE[1]})
+        try:
+            page.wait_for_function("(want) => (%s)().every((s, i) => s === want[i])" % LAYOUT_JS,
+                                   arg=fresh[width], timeout=20_000)
+        except Exception:
+            pass
+        page.wait_for_timeout(300)
+        laid_out = page.evaluate(LAYOUT_JS)
+        wrong = [(now, want) for now, want in zip(laid_out, fresh[width]) if now != want]
+        assert not wrong, f"at {width} px, figures laid out otherwise than a fresh page: {wrong[:2]}"
+        assert plain(figure_state(page, words)) == plain(chosen), f"at {width} px the slider moved"
+        clipped = page.evaluate(CLIPPED_JS)
+        assert not clipped, f"at {width} px: {clipped[:8]}"
+        if width < 600:
+            overlapping = page.evaluate(OVERLAP_JS)
+            assert not overlapping, f"at {width} px: {overlapping[:8]}"
+        figure = _figure_handle(page, words).as_element()
+        figure.scroll_into_view_if_needed()
+        screenshot(figure, request, capsys, f"encoder-self-attention-{width}")
+    assert not opened.errors, opened.errors
+
+
+AXES_JS = """async () => {
+  const box = document.createElement('div');
+  document.querySelector('main article, [role=main]').prepend(box);
+  const names = Array.from({length: 24}, (_, i) => 'row-' + String.fromCharCode(65 + i) + i);
+  const ratio = names.map((_, i) => 0.3 * Math.pow(10, ((i * 7) % 24) / 23));     // 0.3 to 3
+  const gd = document.createElement('div');
+  box.append(gd);
+  await window.bookNewPlot(gd, [{type: 'bar', x: names, y: ratio, name: 'ratio'}],
+    {title: {text: 'a log axis within one power of ten'}, height: 460,
+     xaxis: {title: {text: 'row'}, tickangle: -45}, yaxis: {title: {text: 'ratio'}, type: 'log'}},
+    {responsive: true});
+  await new Promise((r) => setTimeout(r, 300));
+  const labels = (axis) => Array.from(gd.querySelectorAll('.' + axis + 'tick > text'), (t) => t.textContent);
+  const out = {x: labels('x'), y: labels('y')};
+  box.remove();
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("width", [PHONE[0], 1280])
+def test_axes_label_every_row_and_write_numbers(width, open_page):
+    """phone_layout.js after a draw: a log axis from 0.3 to 3 is labelled with numbers
+    (0.5, 1, 2), not plotly's digits between powers of ten (0.5 as "5"), and 24 bar names
+    each get a label, at 390 px too (plotly alone labels every second one)."""
+    opened = open_page("book/11_table3.html", viewport=(width, 844))
+    labels = opened.page.evaluate(AXES_JS)
+    assert len(labels["x"]) == 24, labels["x"]
+    numbers = [float(t) for t in labels["y"]]
+    assert len(numbers) >= 3 and min(numbers) >= 0.25 and max(numbers) <= 3.5, labels["y"]
+    assert not opened.errors, opened.errors
