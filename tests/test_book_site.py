@@ -549,3 +549,27 @@ def test_axes_label_every_row_and_write_numbers(width, open_page):
     numbers = [float(t) for t in labels["y"]]
     assert len(numbers) >= 3 and min(numbers) >= 0.25 and max(numbers) <= 3.5, labels["y"]
     assert not opened.errors, opened.errors
+
+
+def test_explorer_menu_options_keep_texts_apart_on_a_phone(open_page):
+    """Chapter 9's explorer at 390 px: each sentence and attention kind chosen from its menu
+    with the mouse brings other token labels and axis titles; after each choice
+    (phone_layout.js measures every draw) no two texts overlap and none is cut off."""
+    opened = open_page("book/09_attention_explorer.html", viewport=PHONE)
+    page = opened.page
+    figure = _figure_handle(page, "Attention explorer").as_element()
+    options = page.evaluate("(gd) => gd.layout.updatemenus[0].buttons.map((b) => b.label)", figure)
+    assert len(options) >= 3, options
+    for i, label in enumerate(options):
+        figure.query_selector(".updatemenu-header-group").click()
+        buttons = figure.query_selector_all(".updatemenu-dropdown-button")
+        assert len(buttons) == len(options), (label, len(buttons))
+        buttons[i].click()
+        page.wait_for_function("([gd, label]) => gd._fullLayout.title.subtitle.text.replace(/<br>/g, ' ') === label",
+                               arg=[figure, label])
+        page.wait_for_timeout(600)                   # plotly's draw, then the measured one
+        overlapping = page.evaluate(OVERLAP_JS)
+        assert not overlapping, f"{label}: {overlapping[:6]}"
+        clipped = page.evaluate(CLIPPED_JS)
+        assert not clipped, f"{label}: {clipped[:6]}"
+    assert not opened.errors, opened.errors
