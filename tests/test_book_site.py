@@ -238,15 +238,12 @@ def test_the_redirect_page_has_the_books_icon(site_dir):
     assert icon and (site_dir / icon.group(1)).is_file(), text
 
 
-def test_the_search_page_has_one_field_and_snippets_of_prose(open_page, site_dir):
-    """book/_ext/search_page.py: on a desktop the search page shows one search field (not
-    the header's and the sidebar's buttons beside its own), and each result's snippet is
-    chapter text: not the page's "Contents" box, not a line of a code cell."""
+def _search_results(page) -> list[tuple[str, str]]:
+    """(href, snippet) of each result of the search page, once Sphinx has listed them all
+    and written each one's snippet (a result left without one has the snippet "")."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
-    opened = open_page("search.html?q=softmax")
-    page = opened.page
     # Sphinx says "finished" once every result is listed; each snippet arrives later, when
-    # its page has been fetched: wait for both (a result left without one fails below)
+    # its page has been fetched: wait for both
     try:
         page.wait_for_function("""() => /finished/.test(
             document.querySelector('#search-results').textContent) && Array.from(
@@ -254,15 +251,24 @@ def test_the_search_page_has_one_field_and_snippets_of_prose(open_page, site_dir
             (li) => li.querySelector('p.context'))""", timeout=30_000)
     except PlaywrightTimeout:
         pass
+    return page.evaluate("""() => Array.from(document.querySelectorAll('#search-results li'),
+        (li) => [li.querySelector('a').getAttribute('href'),
+                 (li.querySelector('p.context') || {textContent: ''}).textContent])""")
+
+
+def test_the_search_page_has_one_field_and_snippets_of_prose(open_page, site_dir):
+    """book/_ext/search_page.py: on a desktop the search page shows one search field (not
+    the header's and the sidebar's buttons beside its own), and each result's snippet is
+    chapter text: not the page's "Contents" box, not a line of a code cell."""
+    opened = open_page("search.html?q=softmax")
+    page = opened.page
+    results = _search_results(page)
     fields = page.evaluate("""() => Array.from(document.querySelectorAll(
         'input[type=search], .search-button-field, button.search-button')).filter((e) => {
           const r = e.getBoundingClientRect();
           return r.width > 0 && r.height > 0 && getComputedStyle(e).visibility !== 'hidden';
         }).map((e) => e.outerHTML.slice(0, 80))""")
     assert len(fields) == 1, fields
-    results = page.evaluate("""() => Array.from(document.querySelectorAll('#search-results li'),
-        (li) => [li.querySelector('a').getAttribute('href'),
-                 (li.querySelector('p.context') || {textContent: ''}).textContent])""")
     assert len(results) >= 3, results
     for href, snippet in results:
         assert snippet.strip() and "Contents" not in snippet, (href, snippet)
@@ -272,6 +278,64 @@ def test_the_search_page_has_one_field_and_snippets_of_prose(open_page, site_dir
         lines = {unescape(ln) for ln in lines if len(ln) >= 20}
         assert not [ln for ln in lines if ln in snippet], (href, snippet)
     assert not opened.errors and not opened.outside
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[^\W\d_]{5,}", text)
+
+
+def _html_text(html: str) -> str:
+    return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", html)))
+
+
+# "byte-pair": chapters 2 and 10 quote the same sentence of section 5.1; "LayerNorm": the
+# TeX of chapter 6's quotation; "attention": every chapter; "scale": inline maths (√d_k).
+@pytest.mark.parametrize("query", ["byte-pair", "LayerNorm", "attention", "scale"])
+def test_search_snippets_are_the_pages_own_prose(query, open_page, site_dir):
+    """static/search_text.js: a result's snippet is prose of its own page: no code cell
+    or its "Show code cell source" toggle, no quotation of the paper (the same quotation
+    stands in several chapters), no TeX (inline maths is written out: √d_k), each of its
+    words is on its page, and no two pages show the same snippet."""
+    opened = open_page(f"search.html?q={query}")
+    results = _search_results(opened.page)
+    chapters = {href.split("#")[0] for href, _ in results if re.search(r"/\d\d_", href)}
+    assert len(chapters) >= (10 if query == "attention" else 2), results
+    seen: dict[str, str] = {}
+    for href, snippet in results:
+        where = f"{query}: {href}: {snippet!r}"
+        body = snippet.strip().strip(".").strip()
+        assert len(body) > 40, where
+        assert not re.search(r"(Show|Hide) code cell", snippet), where
+        assert not re.search(r"\\[A-Za-z()\[\]]|\$|[{}]", snippet), f"TeX in {where}"
+        html = (site_dir / href.split("#")[0]).read_text(encoding="utf-8")
+        page_text = _html_text(html)
+        missing = [w for w in _words(body) if w not in page_text]
+        assert not missing, f"{where}: not on its page: {missing}"
+        for quote in re.findall(r"<blockquote.*?</blockquote>", html, flags=re.S):
+            quote = _html_text(quote)
+            pieces = [quote[i:i + 40] for i in range(0, len(quote) - 40, 20)]
+            assert not [p for p in pieces if p in snippet], f"{where}: quotes the paper"
+        page = href.split("#")[0]
+        assert seen.get(body, page) == page, f"{where}: the same as {seen[body]}'s"
+        seen[body] = page
+    assert not opened.errors and not opened.outside
+
+
+def test_inline_maths_in_snippets_is_plain_text(open_page, site_dir):
+    """Every inline formula of the book, as search_text.js writes it into a snippet: no
+    backslash, brace or dollar is left, and the symbols read as symbols."""
+    opened = open_page("search.html")
+    formulas = sorted({unescape(m) for path in sorted(site_dir.glob("book/*.html"))
+                       for m in re.findall(r'<span class="math notranslate nohighlight">(.*?)</span>',
+                                           path.read_text(encoding="utf-8"), flags=re.S)})
+    assert len(formulas) > 50, formulas
+    plain = opened.page.evaluate("(fs) => fs.map(window.bookPlainMath)", formulas)
+    left = [(f, p) for f, p in zip(formulas, plain) if re.search(r"[\\{}$]", p) or not p.strip()]
+    assert not left, left
+    examples = dict(zip(formulas, plain))
+    assert examples[r"\(\sqrt{d_k}\)"] == "√d_k"
+    assert examples[r"\(d_{\text{model}}\)"] == "d_model"
+    assert examples[r"\(\beta_2 = 0.98\)"] == "β_2 = 0.98"
 
 
 DIAGRAM_JS = """() => Array.from(document.querySelectorAll('svg.book-diagram'), (svg) => {
@@ -316,7 +380,22 @@ def test_figure_1_is_a_clean_diagram(viewport, open_page, site_dir, request, cap
 CLIPPED_JS = """() => {
   const shown = (t) => { const s = getComputedStyle(t);
     return t.textContent.trim() && s.visibility !== 'hidden' && s.display !== 'none' &&
-      Number(s.opacity) > 0 && !/rgba\\(.*,\\s*0\\)$/.test(s.fill) && parseFloat(s.fontSize) > 2; };
+      Number(s.opacity) > 0 && Number(s.fillOpacity) > 0 && !/rgba\\(.*,\\s*0\\)$/.test(s.fill) &&
+      parseFloat(s.fontSize) > 2; };
+  // the plotting area's clip-path of a text (plotly clips labels of points there)
+  const clipBox = (t) => {
+    for (let e = t; e && e.getAttribute; e = e.parentNode) {
+      const ref = /url\\(["']?#([^"')]+)/.exec(e.getAttribute('clip-path') || '');
+      const clip = ref && document.getElementById(ref[1]);
+      const rect = clip && clip.querySelector('rect');
+      if (!rect) continue;
+      const m = e.getScreenCTM(), x = +rect.getAttribute('x') || 0, y = +rect.getAttribute('y') || 0;
+      const xs = [x, x + +rect.getAttribute('width')].map((u) => m.a * u + m.e);
+      const ys = [y, y + +rect.getAttribute('height')].map((v) => m.d * v + m.f);
+      return [Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys)];
+    }
+    return [-Infinity, -Infinity, Infinity, Infinity];
+  };
   const out = [];
   for (const fig of document.querySelectorAll('.js-plotly-plot, svg.book-diagram')) {
     const f = fig.getBoundingClientRect();
@@ -325,11 +404,48 @@ CLIPPED_JS = """() => {
       if (!shown(t)) continue;
       const b = t.getBoundingClientRect();
       if (b.width === 0 || b.height === 0) continue;
-      if (b.left < Math.max(f.left, 0) - 1 || b.right > right + 1 || b.top < f.top - 1 || b.bottom > f.bottom + 1) {
+      const c = clipBox(t);
+      const box = [Math.max(f.left, 0, c[0]), Math.max(f.top, c[1]), Math.min(right, c[2]), Math.min(f.bottom, c[3])];
+      if (b.left < box[0] - 1 || b.right > box[2] + 1 || b.top < box[1] - 1 || b.bottom > box[3] + 1) {
         const title = fig._fullLayout ? (fig._fullLayout.title.text || '') : fig.getAttribute('aria-label');
         out.push([title.slice(0, 50), t.textContent.slice(0, 40),
-                  [b.left, b.top, b.right, b.bottom].map(Math.round), [f.left, f.top, right, f.bottom].map(Math.round)]);
+                  [b.left, b.top, b.right, b.bottom].map(Math.round), box.map(Math.round)]);
       }
+    }
+  }
+  return out;
+}"""
+
+# Texts of one figure drawn on top of each other: each text's box turned with it (tick
+# labels at -45 degrees), 1 px inside its edges, tested pairwise by separating axes.
+OVERLAP_JS = """() => {
+  const shown = (t) => { const s = getComputedStyle(t);
+    return t.textContent.trim() && s.visibility !== 'hidden' && s.display !== 'none' &&
+      Number(s.opacity) > 0 && Number(s.fillOpacity) > 0 && !/rgba\\(.*,\\s*0\\)$/.test(s.fill) &&
+      parseFloat(s.fontSize) > 2; };
+  const quad = (t) => {
+    const b = t.getBBox(), m = t.getScreenCTM(), i = Math.min(1, b.width / 4, b.height / 4);
+    return [[b.x + i, b.y + i], [b.x + b.width - i, b.y + i], [b.x + b.width - i, b.y + b.height - i],
+            [b.x + i, b.y + b.height - i]].map(([x, y]) => [m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f]);
+  };
+  const apart = (p, q) => {
+    for (const poly of [p, q]) for (let i = 0; i < 4; i++) {
+      const [x1, y1] = poly[i], [x2, y2] = poly[(i + 1) % 4], nx = y2 - y1, ny = x1 - x2;
+      const a = p.map(([x, y]) => nx * x + ny * y), b = q.map(([x, y]) => nx * x + ny * y);
+      if (Math.max(...a) <= Math.min(...b) || Math.max(...b) <= Math.min(...a)) return true;
+    }
+    return false;
+  };
+  const kind = (t) => (t.closest('g[class]') || t).getAttribute('class');
+  const out = [];
+  for (const fig of document.querySelectorAll('.js-plotly-plot, svg.book-diagram')) {
+    const texts = Array.from(fig.querySelectorAll('svg text')).filter(shown)
+      .filter((t) => t.getBBox().width > 0).map((t) => [t, quad(t)]);
+    for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++) {
+      if (apart(texts[i][1], texts[j][1])) continue;
+      const title = fig._fullLayout ? (fig._fullLayout.title.text || '') : fig.getAttribute('aria-label');
+      out.push([title.slice(0, 40), [texts[i][0].textContent.slice(0, 30), kind(texts[i][0])],
+                [texts[j][0].textContent.slice(0, 30), kind(texts[j][0])]]);
     }
   }
   return out;
@@ -339,7 +455,121 @@ CLIPPED_JS = """() => {
 @pytest.mark.parametrize("path", [p for p in PAGES if Path(p).name[:2].isdigit()])
 def test_no_figure_text_is_cut_off_on_a_phone(path, open_page):
     """At 390 px every text of every figure (titles, subtitles, tick labels, axis titles,
-    legend entries, labels of points) lies inside its figure's box and the screen."""
+    legend entries, labels of points) lies inside its figure's box, the screen and the
+    plotting area that clips it (a label of a point), and no two texts of a figure lie on
+    top of each other (tick labels, an axis title and its labels, labels of points)."""
     opened = open_page(path, viewport=PHONE)
+    opened.page.wait_for_timeout(300)              # phone_layout.js's measured second draw
     clipped = opened.page.evaluate(CLIPPED_JS)
     assert not clipped, f"{path}: {len(clipped)} texts outside their figure: {clipped[:8]}"
+    overlapping = opened.page.evaluate(OVERLAP_JS)
+    assert not overlapping, f"{path}: {len(overlapping)} pairs of texts overlap: {overlapping[:8]}"
+
+
+# Each figure's layout, as far as the phone's and the desktop's differ (phone_layout.js).
+LAYOUT_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map((gd) => {
+  const fl = gd._fullLayout;
+  return JSON.stringify({height: fl.height, wrapper: gd.parentElement.style.height,
+    margin: [fl.margin.l, fl.margin.r, fl.margin.t, fl.margin.b],
+    legend: fl.showlegend ? [fl.legend.orientation, fl.legend.yref] : null,
+    colorbars: gd._fullData.filter((t) => t.visible === true && t.showscale && t.colorbar)
+      .map((t) => t.colorbar.orientation),
+    domains: Object.keys(fl).filter((k) => /^[xy]axis\\d*$/.test(k)).sort()
+      .map((k) => k + ' ' + fl[k].domain.map((d) => d.toFixed(3)))});
+})"""
+
+
+def test_figures_follow_the_phone_switch(open_page, request, capsys):
+    """A phone turned and a window widened: across phone_layout.js's switch (600 px), both
+    ways, several times, every figure of a chapter is laid out as on a page opened at that
+    width (390: the phone's, 844 and 1280: the desktop's), the slider step a reader chose
+    stays chosen, and no text is cut off (at 390 px none overlaps either)."""
+    path, words = "book/04_multi_head.html", "Encoder self-attention"
+    fresh = {}
+    for width in (390, 844, 1280):
+        opened = open_page(path, viewport=(width, 844))
+        opened.page.wait_for_timeout(300)
+        fresh[width] = opened.page.evaluate(LAYOUT_JS)
+        opened.close()
+    assert len(fresh[390]) >= 3 and all(a != b for a, b in zip(fresh[390], fresh[1280])), fresh
+    opened = open_page(path, viewport=PHONE)
+    page = opened.page
+    _, chosen = move_slider(page, words)
+    plain = lambda state: {**state, "title": state["title"].replace("<br>", " ")}  # noqa: E731
+    for width in (844, 390, 1280, 390):
+        page.set_viewport_size({"width": width, "height": PHONE[1]})
+        try:
+            page.wait_for_function("(want) => (%s)().every((s, i) => s === want[i])" % LAYOUT_JS,
+                                   arg=fresh[width], timeout=20_000)
+        except Exception:
+            pass
+        page.wait_for_timeout(300)
+        laid_out = page.evaluate(LAYOUT_JS)
+        wrong = [(now, want) for now, want in zip(laid_out, fresh[width]) if now != want]
+        assert not wrong, f"at {width} px, figures laid out otherwise than a fresh page: {wrong[:2]}"
+        assert plain(figure_state(page, words)) == plain(chosen), f"at {width} px the slider moved"
+        clipped = page.evaluate(CLIPPED_JS)
+        assert not clipped, f"at {width} px: {clipped[:8]}"
+        if width < 600:
+            overlapping = page.evaluate(OVERLAP_JS)
+            assert not overlapping, f"at {width} px: {overlapping[:8]}"
+        figure = _figure_handle(page, words).as_element()
+        figure.scroll_into_view_if_needed()
+        screenshot(figure, request, capsys, f"encoder-self-attention-{width}")
+    assert not opened.errors, opened.errors
+
+
+AXES_JS = """async () => {
+  const box = document.createElement('div');
+  document.querySelector('main article, [role=main]').prepend(box);
+  const names = Array.from({length: 24}, (_, i) => 'row-' + String.fromCharCode(65 + i) + i);
+  const ratio = names.map((_, i) => 0.3 * Math.pow(10, ((i * 7) % 24) / 23));     // 0.3 to 3
+  const gd = document.createElement('div');
+  box.append(gd);
+  await window.bookNewPlot(gd, [{type: 'bar', x: names, y: ratio, name: 'ratio'}],
+    {title: {text: 'a log axis within one power of ten'}, height: 460,
+     xaxis: {title: {text: 'row'}, tickangle: -45}, yaxis: {title: {text: 'ratio'}, type: 'log'}},
+    {responsive: true});
+  await new Promise((r) => setTimeout(r, 300));
+  const labels = (axis) => Array.from(gd.querySelectorAll('.' + axis + 'tick > text'), (t) => t.textContent);
+  const out = {x: labels('x'), y: labels('y')};
+  box.remove();
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("width", [PHONE[0], 1280])
+def test_axes_label_every_row_and_write_numbers(width, open_page):
+    """phone_layout.js after a draw: a log axis from 0.3 to 3 is labelled with numbers
+    (0.5, 1, 2), not plotly's digits between powers of ten (0.5 as "5"), and 24 bar names
+    each get a label, at 390 px too (plotly alone labels every second one)."""
+    opened = open_page("book/11_table3.html", viewport=(width, 844))
+    labels = opened.page.evaluate(AXES_JS)
+    assert len(labels["x"]) == 24, labels["x"]
+    numbers = [float(t) for t in labels["y"]]
+    assert len(numbers) >= 3 and min(numbers) >= 0.25 and max(numbers) <= 3.5, labels["y"]
+    assert not opened.errors, opened.errors
+
+
+def test_explorer_menu_options_keep_texts_apart_on_a_phone(open_page):
+    """Chapter 9's explorer at 390 px: each sentence and attention kind chosen from its menu
+    with the mouse brings other token labels and axis titles; after each choice
+    (phone_layout.js measures every draw) no two texts overlap and none is cut off."""
+    opened = open_page("book/09_attention_explorer.html", viewport=PHONE)
+    page = opened.page
+    figure = _figure_handle(page, "Attention explorer").as_element()
+    options = page.evaluate("(gd) => gd.layout.updatemenus[0].buttons.map((b) => b.label)", figure)
+    assert len(options) >= 3, options
+    for i, label in enumerate(options):
+        figure.query_selector(".updatemenu-header-group").click()
+        buttons = figure.query_selector_all(".updatemenu-dropdown-button")
+        assert len(buttons) == len(options), (label, len(buttons))
+        buttons[i].click()
+        page.wait_for_function("([gd, label]) => gd._fullLayout.title.subtitle.text.replace(/<br>/g, ' ') === label",
+                               arg=[figure, label])
+        page.wait_for_timeout(600)                   # plotly's draw, then the measured one
+        overlapping = page.evaluate(OVERLAP_JS)
+        assert not overlapping, f"{label}: {overlapping[:6]}"
+        clipped = page.evaluate(CLIPPED_JS)
+        assert not clipped, f"{label}: {clipped[:6]}"
+    assert not opened.errors, opened.errors

@@ -6,7 +6,8 @@
   :func:`transformer_book.viz.setup_plotly`, which leaves plotly.js out of each figure).
 * ``static/phone_layout.js``, deferred after plotly.js: each figure is drawn through its
   ``bookNewPlot``, which fits the layout to a phone's width (legends and colour bars
-  below the plot, panels stacked, titles wrapped, controls on screen).
+  below the plot, panels stacked, titles wrapped, controls on screen), draws it anew when
+  its width crosses the phone's switch, and moves apart texts that collide once drawn.
 * MathJax 3: the es5 build from the npm registry's ``mathjax`` package. It is fetched
   once with ``npm pack mathjax@<version>`` into ``.cache/mathjax/`` (git-ignored) unless
   ``MATHJAX_DIR`` names an unpacked ``es5`` folder, then the files the page needs

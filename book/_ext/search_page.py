@@ -2,10 +2,12 @@
 
 Sphinx's search page (``searchtools.js``) writes each result's snippet from the text of the
 page's ``[role="main"]`` element. In this theme that element also holds the page's header,
-its "Contents" box and every code cell, so a snippet could read "...Contents..." or a line
-of code. ``static/search_text.js``, on the search page only, replaces Sphinx's
-``Search.htmlToText`` once the page has loaded: it removes those parts before Sphinx takes
-the text. ``static/search_page.css`` hides the header's and the
+its "Contents" box, every code cell with its "Show code cell source" toggle, the paper's
+quotations (chapters 2 and 10 quote the same sentence) and the TeX of the maths, so a
+snippet could read "...Contents...", a line of code, another chapter's quotation or
+``\(\mathrm{LayerNorm}(x)\)``. ``static/search_text.js``, on the search page only,
+replaces Sphinx's ``Search.htmlToText`` once the page has loaded: it removes those parts
+before Sphinx takes the text and writes inline maths as plain text (``√d_k``). ``static/search_page.css`` hides the header's and the
 sidebar's search buttons there: the page has its own field.
 
 Enabled from ``_config.yml``: ``sphinx: local_extensions: {search_page: book/_ext}``.
