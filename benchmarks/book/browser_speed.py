@@ -27,10 +27,7 @@ from __future__ import annotations
 import argparse
 import functools
 import http.server
-import importlib.machinery
-import importlib.util
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -38,9 +35,9 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from urllib.parse import urlparse
 
 from benchmarks import REPO
+from benchmarks.book import Served, sphinx_extension
 from benchmarks.record import add_option
 from transformer_book.timing import Stopwatch
 
@@ -53,16 +50,8 @@ PAGE = """<!doctype html><html><head><meta charset="utf-8">
 
 def page_build():
     """``book/_ext/browser_model.py``: the book's Sphinx extension that lays out the page's
-    model and code. The extensions are no package (Sphinx imports each by name from
-    ``book/_ext``, and this one imports ``npm_cache`` so): both are loaded from there under
-    their own names, as Sphinx loads them."""
-    for name in ("npm_cache", "browser_model"):
-        if name not in sys.modules:
-            spec = importlib.machinery.PathFinder.find_spec(name, [str(REPO / "book" / "_ext")])
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-    return sys.modules["browser_model"]
+    model and code (it imports ``npm_cache``, loaded first)."""
+    return sphinx_extension("npm_cache") and sphinx_extension("browser_model")
 
 
 def fifteen_word_sentence() -> str:
@@ -98,23 +87,6 @@ def stage(checkpoint: Path, root: Path, weights: str, code_from: str | None = No
     page = PAGE.format(scripts=scripts, attributes=build.widget_attributes(files))
     (root / "book" / "page.html").write_text(page)
     return files
-
-
-class Served(http.server.SimpleHTTPRequestHandler):
-    """Counts the body bytes sent for each path; no-cache, as the tests' server."""
-    sent: dict[str, int] = {}
-
-    def log_message(self, *args):
-        pass
-
-    def end_headers(self):
-        self.send_header("Cache-Control", "no-cache")
-        super().end_headers()
-
-    def copyfile(self, source, outputfile):
-        path = urlparse(self.path).path
-        self.sent[path] = self.sent.get(path, 0) + os.fstat(source.fileno()).st_size
-        super().copyfile(source, outputfile)
 
 
 def downloaded(sent: dict, before: dict) -> int:

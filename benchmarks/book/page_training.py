@@ -18,32 +18,18 @@ import argparse
 import functools
 import gzip
 import html
-import importlib.machinery
-import importlib.util
 import http.server
 import json
 import os
 import statistics
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlparse
 
 from benchmarks import REPO
+from benchmarks.book import Served, sphinx_extension
 from benchmarks.record import add_option, save
-
-def _extension(name: str):
-    """The book's Sphinx extension ``book/_ext/NAME.py``, loaded under its own name as
-    Sphinx loads it (the extensions are no package)."""
-    if name not in sys.modules:
-        spec = importlib.machinery.PathFinder.find_spec(name, [str(REPO / "book" / "_ext")])
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8">
 <script>{loader}</script></head><body>
@@ -54,7 +40,7 @@ PAGE = """<!doctype html><html><head><meta charset="utf-8">
 def stage(root: Path) -> dict:
     """The panel's page, its code and TensorFlow.js under ``root``, as the build lays them
     out; returns the download list (book/_ext/page_training.py's ``download_list``)."""
-    extension = _extension("npm_cache") and _extension("page_training")
+    extension = sphinx_extension("npm_cache") and sphinx_extension("page_training")
     LOADER, copy_panel_files = extension.LOADER, extension.copy_panel_files
     download_bytes, download_list = extension.download_bytes, extension.download_list
     static = root / "_static"
@@ -66,23 +52,6 @@ def stage(root: Path) -> dict:
         loader=LOADER, size=download_bytes(files),
         files=html.escape(json.dumps(files, separators=(",", ":")))))
     return files
-
-
-class Served(http.server.SimpleHTTPRequestHandler):
-    """Counts the body bytes sent for each path; no-cache, as the tests' server."""
-    sent: dict[str, int] = {}
-
-    def log_message(self, *args):
-        pass
-
-    def end_headers(self):
-        self.send_header("Cache-Control", "no-cache")
-        super().end_headers()
-
-    def copyfile(self, source, outputfile):
-        path = urlparse(self.path).path
-        self.sent[path] = self.sent.get(path, 0) + os.fstat(source.fileno()).st_size
-        super().copyfile(source, outputfile)
 
 
 def in_browser(root: Path, repeats: int) -> dict:
