@@ -113,9 +113,13 @@
       this.slider.addEventListener("input", () => this.draw());
       // a phone turned, a window narrowed: across the phone layout's switch, draw anew once
       // the page is laid out at its new width (a window's resize event can come before)
+      // and within one layout the map follows its box (the page's own layout can settle
+      // after the window's resize event, which is all plotly's responsive resize hears)
       new ResizeObserver(() => {
+        if (this.drawnNarrow === undefined) return;
         const narrow = this.plotBox.clientWidth < PHONE_PX;
-        if (this.drawnNarrow !== undefined && narrow !== this.drawnNarrow) this.draw();
+        if (narrow !== this.drawnNarrow) this.draw();
+        else if (this.plot._fullLayout) window.Plotly.Plots.resize(this.plot);
       }).observe(this.plotBox);
       this.describe();
     }
