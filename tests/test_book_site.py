@@ -503,6 +503,7 @@ def test_figures_follow_the_phone_switch(open_page, request, capsys):
                                    arg=fresh[width], timeout=20_000)
         except Exception:
             pass
+        page.wait_for_function("(" + UNFITTED_JS + ")().length === 0", timeout=20_000)
         page.wait_for_timeout(300)
         laid_out = page.evaluate(LAYOUT_JS)
         wrong = [(now, want) for now, want in zip(laid_out, fresh[width]) if now != want]
@@ -516,6 +517,40 @@ def test_figures_follow_the_phone_switch(open_page, request, capsys):
         figure = _figure_handle(page, words).as_element()
         figure.scroll_into_view_if_needed()
         screenshot(figure, request, capsys, f"encoder-self-attention-{width}")
+    assert not opened.errors, opened.errors
+
+
+# Figures drawn at another width than their box's (plotly's responsive resize hears only the
+# window's resize event): [title, drawn width, box width].
+UNFITTED_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+  .filter((gd) => gd._fullLayout && gd.getBoundingClientRect().width > 0 &&
+          Math.abs(gd._fullLayout.width - gd.getBoundingClientRect().width) >= 1)
+  .map((gd) => [(gd._fullLayout.title.text || '').slice(0, 50), gd._fullLayout.width,
+                Math.round(gd.getBoundingClientRect().width)])"""
+
+
+@pytest.mark.parametrize("width", [1280, PHONE[0]])
+def test_figures_follow_their_box_without_a_window_resize(width, open_page):
+    """The page's own layout narrows the text column with no window resize event (a sidebar
+    shown, a scroll bar): every figure is drawn again at its box's new width, in the same
+    layout (phone or desktop), instead of staying wider than its box and cut off."""
+    opened = open_page("book/04_multi_head.html", viewport=(width, 844))
+    page = opened.page
+    page.wait_for_function("(" + UNFITTED_JS + ")().length === 0", timeout=20_000)
+    narrower = page.evaluate("""() => {
+      const gd = document.querySelector('.js-plotly-plot');
+      const column = gd.parentElement.parentElement;
+      const width = Math.round(column.getBoundingClientRect().width) - 40;
+      for (const g of document.querySelectorAll('.js-plotly-plot'))
+        g.parentElement.style.width = width + 'px';
+      return width;
+    }""")
+    try:
+        page.wait_for_function("(" + UNFITTED_JS + ")().length === 0", timeout=10_000)
+    except Exception:
+        pass
+    assert not page.evaluate(UNFITTED_JS), f"boxes narrowed to {narrower} px"
+    assert not page.evaluate(CLIPPED_JS)
     assert not opened.errors, opened.errors
 
 

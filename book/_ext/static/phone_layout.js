@@ -315,14 +315,16 @@
     return figure.drawing;
   }
 
-  function redraw(gd) {
+  function redraw(gd, sameLayout) {
     var figure = gd._bookFigure;
     if (figure.pending) return;
     figure.pending = true;
     queue(gd, function () {
       figure.pending = false;
       var width = gd.parentElement && gd.parentElement.getBoundingClientRect().width;
-      if (!width || (width < PHONE_PX) === figure.narrow) return gd;   // hidden, or back again
+      if (!width) return gd;                                               // hidden
+      if ((width < PHONE_PX) === figure.narrow &&                          // back again, or fitted
+          (!sameLayout || (gd._fullLayout && Math.abs(gd._fullLayout.width - width) < 1))) return gd;
       var data = copy(figure.data), layout = copy(figure.layout);
       replayChoices(gd, data, layout);
       window.Plotly.purge(gd);
@@ -330,11 +332,33 @@
     });
   }
 
+  // Within one layout the figure follows its box: plotly's responsive resize hears only the
+  // window's resize event, and the page's own layout (a sidebar shown or hidden, a scroll bar,
+  // fonts) can change a box's width after it or without one. The phone's layout is made for
+  // one width (titles broken into lines, legends placed): drawn anew; the desktop's resized.
+  function fit(gd) {
+    var figure = gd._bookFigure;
+    if (figure.narrow) {
+      if (gd._fullLayout && Math.abs(gd._fullLayout.width - boxWidth(gd)) >= 1) redraw(gd, true);
+      return;
+    }
+    if (figure.fitting) return;
+    figure.fitting = true;
+    queue(gd, function () {
+      figure.fitting = false;
+      var width = gd.parentElement && gd.parentElement.getBoundingClientRect().width;
+      if (!width || !gd._fullLayout || (width < PHONE_PX) !== figure.narrow ||
+          Math.abs(gd._fullLayout.width - width) < 1) return gd;
+      return window.Plotly.Plots.resize(gd);
+    });
+  }
+
   var watcher = typeof ResizeObserver === "function" && new ResizeObserver(function (entries) {
     entries.forEach(function (entry) {
-      var gd = entry.target._bookPlot;
-      if (gd && gd._bookFigure && entry.contentRect.width &&
-          (entry.contentRect.width < PHONE_PX) !== gd._bookFigure.narrow) redraw(gd);
+      var gd = entry.target._bookPlot, width = entry.contentRect.width;
+      if (!gd || !gd._bookFigure || !width) return;
+      if ((width < PHONE_PX) !== gd._bookFigure.narrow) redraw(gd);
+      else fit(gd);
     });
   });
 
