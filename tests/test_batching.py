@@ -8,8 +8,9 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from transformer.batching import (Batch, BatchIterator, collate, padding_fraction,
-                                  token_batch_plan, token_batches)
+from transformer.batching import (Batch, BatchIterator, BatchPlan, collate, pack, pad,
+                                  padding_fraction, token_batches)
+from transformer.training.prepared import RaggedIds
 from transformer.config import BOS_ID, EOS_ID, PAD_ID
 from transformer.data import load_corpus
 from transformer.tokenizer import Tokenizer
@@ -108,6 +109,17 @@ def list_token_batches(src_lengths, tgt_lengths, max_tokens, shuffle=True, seed=
     return batches
 
 
+def list_padding_fraction(batches, src_lengths, tgt_lengths):
+    """Pad slots / all slots, counted row by row (the list form's)."""
+    pads = slots = 0
+    for batch in batches:
+        for lengths in (src_lengths, tgt_lengths):
+            lens = [lengths[i] for i in batch]
+            slots += len(lens) * max(lens)
+            pads += len(lens) * max(lens) - sum(lens)
+    return pads / slots if slots else 0.0
+
+
 @settings(max_examples=80, deadline=None)
 @given(lengths=st.lists(st.tuples(st.integers(1, 80), st.integers(1, 80)), max_size=300),
        max_tokens=st.integers(1, 500), seed=st.integers(0, 5), epoch=st.integers(0, 3),
@@ -117,11 +129,11 @@ def test_the_plan_gives_the_batches_of_the_list_form(lengths, max_tokens, seed, 
     src_len, tgt_len = [s for s, _ in lengths], [t for _, t in lengths]
     expected = list_token_batches(src_len, tgt_len, max_tokens, shuffle, seed, epoch, max_len,
                                   bucket)
-    plan = token_batch_plan(src_len, tgt_len, max_tokens, shuffle=shuffle, seed=seed,
-                            epoch=epoch, max_len=max_len, bucket=bucket)
+    plan = token_batches(src_len, tgt_len, max_tokens, shuffle=shuffle, seed=seed,
+                         epoch=epoch, max_len=max_len, bucket=bucket)
     assert [list(map(int, b)) for b in plan] == expected
-    assert token_batches(src_len, tgt_len, max_tokens, shuffle=shuffle, seed=seed, epoch=epoch,
-                         max_len=max_len, bucket=bucket) == expected
+    assert padding_fraction(plan, src_len, tgt_len) == pytest.approx(
+        list_padding_fraction(expected, src_len, tgt_len))
 
 
 def test_batches_are_full_and_sorted_without_shuffle():
@@ -166,6 +178,85 @@ def test_length_mismatch_and_bad_max_tokens():
 # ------------------------------------------------------------------ BatchIterator
 def as_lists(batch):
     return batch.src.tolist(), batch.tgt_in.tolist(), batch.tgt_out.tolist()
+
+
+def list_collate(src_ids, tgt_ids, pad_id=PAD_ID, bos_id=BOS_ID, eos_id=EOS_ID):
+    """The batch as the package made it before one batcher served every path (the list
+    form of collate, row by row), kept as the oracle."""
+    def rows(rs):
+        out = torch.full((len(rs), max(map(len, rs))), pad_id, dtype=torch.long)
+        for i, r in enumerate(rs):
+            out[i, :len(r)] = torch.as_tensor(r, dtype=torch.long)
+        return out
+    src = [list(s) + [eos_id] for s in src_ids]
+    tgt_in = [[bos_id] + list(t) for t in tgt_ids]
+    tgt_out = [list(t) + [eos_id] for t in tgt_ids]
+    return (rows(src).tolist(), rows(tgt_in).tolist(), rows(tgt_out).tolist(),
+            sum(map(len, src)), sum(map(len, tgt_out)))
+
+
+def mapped(ids, dtype, folder, name):
+    """``ids`` written and memory-mapped as a prepared corpus holds them."""
+    flat = np.asarray([i for row in ids for i in row], dtype=dtype)
+    offsets = np.concatenate([[0], np.cumsum([len(r) for r in ids])]).astype(np.int64)
+    flat.tofile(folder / f"{name}.ids")
+    offsets.tofile(folder / f"{name}.offsets")
+    data = np.memmap(folder / f"{name}.ids", dtype=dtype, mode="r") if len(flat) else flat
+    return RaggedIds(data, np.memmap(folder / f"{name}.offsets", dtype=np.int64, mode="r"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 120), high=st.integers(1, 60),
+       max_tokens=st.integers(1, 400), max_len=st.one_of(st.none(), st.integers(2, 60)),
+       shuffle=st.booleans(), dtype=st.sampled_from(["uint16", "int32"]))
+def test_one_batcher_gives_todays_batches_in_memory_and_memory_mapped(
+        tmp_path_factory, seed, n, high, max_tokens, max_len, shuffle, dtype):
+    """Ids as lists and the same ids memory-mapped (a prepared corpus's arrays) go through
+    the one BatchIterator: two epochs of each equal, batch for batch and tensor for tensor,
+    the batches the list form of token_batches and collate made of the lists."""
+    src, tgt = random_pairs(n=n, seed=seed, low=0, high=high)
+    folder = tmp_path_factory.mktemp("ids")
+    kinds = {"lists": (src, tgt),
+             "mapped": (mapped(src, dtype, folder, "src"), mapped(tgt, dtype, folder, "tgt"))}
+    for name, (s_ids, t_ids) in kinds.items():
+        it = BatchIterator(s_ids, t_ids, max_tokens=max_tokens, seed=seed, shuffle=shuffle,
+                           max_len=max_len, pad_id=7, bos_id=5, eos_id=6)
+        s_len, t_len = [len(x) + 1 for x in src], [len(x) + 1 for x in tgt]
+        for epoch in range(2):
+            expected = list_token_batches(s_len, t_len, max_tokens, shuffle, seed, epoch, max_len)
+            assert list(it.batches(epoch)) == expected, name
+            got = [(*as_lists(b), b.n_src_tokens, b.n_tgt_tokens) for b in it]
+            assert got == [list_collate([src[i] for i in ix], [tgt[i] for i in ix], 7, 5, 6)
+                           for ix in expected], name
+            assert it.padding_fraction(epoch) == pytest.approx(
+                list_padding_fraction(expected, s_len, t_len)), name
+
+
+@settings(max_examples=60, deadline=None)
+@given(widths=st.lists(st.integers(1, 50), max_size=200), max_tokens=st.one_of(
+    st.none(), st.integers(1, 400)), max_sentences=st.one_of(st.none(), st.integers(1, 20)))
+def test_pack_is_the_loop_decoding_used(widths, max_tokens, max_sentences):
+    """pack over rows sorted longest first gives translate's batches as its own loop made
+    them: a batch grows while it has fewer than batch_size rows and (rows + 1) x its first
+    row's width fits max_tokens."""
+    widths = sorted(widths, reverse=True)
+    expected, start = [], 0
+    while start < len(widths):
+        end = start + 1
+        while end < len(widths) and (max_sentences is None or end - start < max_sentences) and (
+                max_tokens is None or (end - start + 1) * widths[start] <= max_tokens):
+            end += 1
+        expected.append((start, end))
+        start = end
+    bounds = pack(widths, max_tokens, max_sentences).tolist()
+    assert list(zip(bounds[:-1], bounds[1:])) == expected
+
+
+def test_pad_puts_first_and_last_around_each_row():
+    out = pad([[4, 5], [], np.array([6], dtype=np.uint16)], pad_id=0, first=1, last=2)
+    assert out.dtype == torch.long and out.tolist() == [[1, 4, 5, 2], [1, 2, 0, 0], [1, 6, 2, 0]]
+    assert pad([[3], [4, 5]], pad_id=9).tolist() == [[3, 9], [4, 5]]
+    assert BatchPlan.of([[2, 0], [1]]) == [[2, 0], [1]] and len(BatchPlan.of([])) == 0
 
 
 def test_iterator_epoch_covers_data_and_matches_collate():

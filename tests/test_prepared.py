@@ -18,8 +18,8 @@ import torch
 from transformer.data import CorpusStream, load_corpus, load_wmt14
 from transformer.training.config import TrainConfig, TrainingError
 from transformer.training.loop import Trainer
-from transformer.training.prepared import (PreparedCorpus, _sample_pairs, prepare_corpus,
-                                           wmt14_folder)
+from transformer.training.prepared import (PreparedCorpus, RaggedIds, _sample_pairs,
+                                           prepare_corpus, wmt14_folder)
 from transformer.training.recipes import TOY_MODEL
 from transformer.tools import cli
 
@@ -151,7 +151,7 @@ def test_a_prepared_folder_trains_exactly_as_the_corpus_in_memory(tmp_path):
                               workers=2, log=lambda line: None)
     memory = Trainer.from_config(toy_config(corpus, tmp_path / "run-memory"))
     mapped = Trainer.from_config(toy_config(prepared, tmp_path / "run-mapped"))
-    assert type(mapped.train_iter).__name__ == "PreparedBatchIterator"
+    assert isinstance(mapped.train_iter.src_ids, RaggedIds)          # memory-mapped ids
     assert mapped.tokenizer.serialized() == memory.tokenizer.serialized()
     assert mapped.train_iter.n_skipped == memory.train_iter.n_skipped > 0      # max_len 20
     for epoch in range(3):

@@ -9,6 +9,10 @@ hold more than ``max_tokens`` slots (padding included) on either side, so senten
 similar length share a batch and little compute is spent on padding. :class:`BatchIterator`
 turns those index lists into padded tensors, epoch after epoch, and can resume
 mid-epoch with exactly the batches an uninterrupted run would have seen.
+
+This module is the one batcher of the package: the ids may be lists in memory or a
+prepared corpus's memory-mapped arrays (:class:`~transformer.training.prepared.RaggedIds`),
+and decoding packs and pads its sources with the same :func:`pack` and :func:`pad`.
 """
 from __future__ import annotations
 
@@ -55,11 +59,21 @@ class Batch:
         return 1.0 - (self.n_src_tokens + self.n_tgt_tokens) / slots if slots else 0.0
 
 
-def _pad(rows: list[list[int]], pad_id: int) -> torch.Tensor:
-    out = torch.full((len(rows), max(map(len, rows), default=0)), pad_id, dtype=torch.long)
+def pad(rows: Sequence[Sequence[int]], pad_id: int, first: int | None = None,
+        last: int | None = None) -> torch.Tensor:
+    """Rows of ids (lists or numpy arrays) as one (B, longest) long tensor, right-padded
+    with ``pad_id``; ``first`` is put before each row and ``last`` after it."""
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    start = int(first is not None)
+    out = np.full((len(rows), lengths.max(initial=0) + start + (last is not None)), pad_id,
+                  dtype=np.int64)
     for i, row in enumerate(rows):
-        out[i, :len(row)] = torch.as_tensor(row, dtype=torch.long)
-    return out
+        if first is not None:
+            out[i, 0] = first
+        out[i, start:start + len(row)] = row
+        if last is not None:
+            out[i, start + len(row)] = last
+    return torch.from_numpy(out)
 
 
 def collate(src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequence[int]],
@@ -71,14 +85,35 @@ def collate(src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequence[int]],
     """
     if len(src_ids) != len(tgt_ids):
         raise ValueError(f"collate got {len(src_ids)} sources but {len(tgt_ids)} targets")
-    if not src_ids:
+    if not len(src_ids):
         raise ValueError("collate got an empty batch")
-    src = [list(s) + [eos_id] for s in src_ids]
-    tgt_in = [[bos_id] + list(t) for t in tgt_ids]
-    tgt_out = [list(t) + [eos_id] for t in tgt_ids]
-    return Batch(_pad(src, pad_id), _pad(tgt_in, pad_id), _pad(tgt_out, pad_id),
-                 n_src_tokens=sum(map(len, src)), n_tgt_tokens=sum(map(len, tgt_out)),
-                 pad_id=pad_id)
+    src = pad(src_ids, pad_id, last=eos_id)
+    tgt_in = pad(tgt_ids, pad_id, first=bos_id)
+    tgt_out = pad(tgt_ids, pad_id, last=eos_id)
+    n_src = sum(map(len, src_ids)) + len(src_ids)             # with EOS
+    n_tgt = sum(map(len, tgt_ids)) + len(tgt_ids)
+    return Batch(src, tgt_in, tgt_out, int(n_src), int(n_tgt), pad_id=pad_id)
+
+
+def pack(widths: Sequence[int], max_tokens: int | None,
+         max_sentences: int | None = None) -> np.ndarray:
+    """Batch boundaries for rows taken in order: a batch grows while ``its rows x its
+    widest row <= max_tokens`` (and it holds at most ``max_sentences`` rows); a row wider
+    than ``max_tokens`` gets a batch of its own. Returns ``bounds``: batch ``k`` is rows
+    ``bounds[k]`` to ``bounds[k + 1] - 1``."""
+    limit = max_tokens if max_tokens is not None else float("inf")
+    most = max_sentences if max_sentences is not None else float("inf")
+    widths = np.asarray(widths, dtype=np.int64)
+    starts, count, widest = [0], 0, 0
+    for first in range(0, len(widths), 1 << 20):         # bounded temporary lists
+        for position, width in enumerate(widths[first:first + (1 << 20)].tolist(), first):
+            if count and (count >= most or (count + 1) * max(widest, width) > limit):
+                starts.append(position)
+                count, widest = 0, 0
+            count, widest = count + 1, max(widest, width)
+    if count:
+        starts.append(len(widths))
+    return np.asarray(starts, dtype=np.int64)
 
 
 class BatchPlan(Sequence):
@@ -92,6 +127,16 @@ class BatchPlan(Sequence):
     def __init__(self, order: np.ndarray, bounds: np.ndarray, sequence: np.ndarray):
         self.order, self.bounds, self.sequence = order, bounds, sequence
 
+    @classmethod
+    def of(cls, batches: Sequence[Sequence[int]]) -> "BatchPlan":
+        """The plan of batches given as lists of indices (in their order)."""
+        if isinstance(batches, BatchPlan):
+            return batches
+        sizes = np.fromiter(map(len, batches), dtype=np.int64, count=len(batches))
+        order = np.concatenate([np.asarray(b, dtype=np.int64) for b in batches]) \
+            if len(batches) else np.zeros(0, dtype=np.int64)
+        return cls(order, np.concatenate([[0], np.cumsum(sizes)]), np.arange(len(batches)))
+
     def __len__(self) -> int:
         return len(self.sequence)
 
@@ -101,35 +146,31 @@ class BatchPlan(Sequence):
         k = self.sequence[j]
         return self.order[self.bounds[k]:self.bounds[k + 1]].tolist()
 
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Sequence) and len(self) == len(other) and \
+            all(a == list(b) for a, b in zip(self, other))
+
     def sizes(self) -> np.ndarray:
         """The number of examples in each batch, in hand-out order."""
         return np.diff(self.bounds)[self.sequence]
 
 
-def _pack(longest_side: np.ndarray, max_tokens: int, chunk: int = 1 << 20) -> np.ndarray:
-    """Batch boundaries for examples taken in order: a batch grows while
-    ``batch_size * max(longest side so far) <= max_tokens``; one longer than ``max_tokens``
-    gets a batch of its own. Returns ``bounds`` (batch ``k`` is ``[bounds[k], bounds[k+1])``)."""
-    starts, count, longest, position = [0], 0, 0, 0
-    for first in range(0, len(longest_side), chunk):       # bounded temporary lists
-        for x in longest_side[first:first + chunk].tolist():
-            new_longest = longest if longest > x else x
-            if count and (count + 1) * new_longest > max_tokens:
-                starts.append(position)
-                count, new_longest = 0, x
-            count += 1
-            longest = new_longest
-            position += 1
-    if position:
-        starts.append(position)
-    return np.asarray(starts, dtype=np.int64)
+def token_batches(src_lengths: Sequence[int], tgt_lengths: Sequence[int], max_tokens: int,
+                  shuffle: bool = True, seed: int = 0, epoch: int = 0,
+                  max_len: int | None = None, bucket: bool = True) -> BatchPlan:
+    """Group example indices into batches of at most ``max_tokens`` slots per side.
 
+    Lengths are those of the padded tensors (for :func:`collate`: tokens + 1). Examples are
+    sorted by (target length, source length), ties broken at random, and consecutive
+    examples are packed (:func:`pack`) while ``batch_size * max(longest src, longest tgt)
+    <= max_tokens``. The batch order is then shuffled. The result depends only on
+    (lengths, max_tokens, seed, epoch); ``plan[j]`` is the ``j``-th batch's indices.
 
-def token_batch_plan(src_lengths, tgt_lengths, max_tokens: int, shuffle: bool = True,
-                     seed: int = 0, epoch: int = 0, max_len: int | None = None,
-                     bucket: bool = True) -> BatchPlan:
-    """:func:`token_batches` as a :class:`BatchPlan` (the same batches, in the same order),
-    for corpora of millions of pairs; the lengths may be numpy arrays."""
+    ``max_len``: pairs with a side longer than this are skipped (and the count logged).
+    ``shuffle=False``: ties keep their index order and batches stay sorted by length.
+    ``bucket=False``: pack in random order instead of by length (the baseline that
+    bucketing is measured against).
+    """
     if len(src_lengths) != len(tgt_lengths):
         raise ValueError(f"token_batches got {len(src_lengths)} source lengths but "
                          f"{len(tgt_lengths)} target lengths")
@@ -147,50 +188,43 @@ def token_batch_plan(src_lengths, tgt_lengths, max_tokens: int, shuffle: bool = 
     if not bucket:
         order = rng.permutation(keep)
     else:
-        noise = rng.random(len(keep)) if shuffle else np.arange(len(keep))
-        order = keep[np.lexsort((noise, src_len[keep], tgt_len[keep]))]
-        del noise
-    bounds = _pack(np.maximum(src_len[order], tgt_len[order]), max_tokens)
+        ties = rng.random(len(keep)) if shuffle else np.arange(len(keep))
+        order = keep[np.lexsort((ties, src_len[keep], tgt_len[keep]))]
+        del ties
+    bounds = pack(np.maximum(src_len[order], tgt_len[order]), max_tokens)
     n_batches = len(bounds) - 1
     sequence = rng.permutation(n_batches) if shuffle else np.arange(n_batches)
     return BatchPlan(order, bounds, sequence)
 
 
-def token_batches(src_lengths: Sequence[int], tgt_lengths: Sequence[int], max_tokens: int,
-                  shuffle: bool = True, seed: int = 0, epoch: int = 0,
-                  max_len: int | None = None, bucket: bool = True) -> list[list[int]]:
-    """Group example indices into batches of at most ``max_tokens`` slots per side.
-
-    Lengths are those of the padded tensors (for :func:`collate`: tokens + 1). Examples are
-    sorted by (target length, source length), ties broken at random, and consecutive
-    examples are packed while ``batch_size * max(longest src, longest tgt) <= max_tokens``;
-    an example longer than ``max_tokens`` gets a batch of its own. The batch order is then
-    shuffled. The result depends only on (lengths, max_tokens, seed, epoch).
-
-    ``max_len``: pairs with a side longer than this are skipped (and the count logged).
-    ``shuffle=False``: ties keep their index order and batches stay sorted by length.
-    ``bucket=False``: pack in random order instead of by length (the baseline that
-    bucketing is measured against). :func:`token_batch_plan` gives the same batches as
-    arrays.
-    """
-    return list(token_batch_plan(src_lengths, tgt_lengths, max_tokens, shuffle=shuffle,
-                                 seed=seed, epoch=epoch, max_len=max_len, bucket=bucket))
-
-
-def padding_fraction(batches: list[list[int]], src_lengths: Sequence[int],
+def padding_fraction(batches: Sequence[Sequence[int]], src_lengths: Sequence[int],
                      tgt_lengths: Sequence[int]) -> float:
     """Pad slots / all slots of ``batches`` once padded, over source and target together."""
-    pads = slots = 0
-    for batch in batches:
-        for lengths in (src_lengths, tgt_lengths):
-            lens = [lengths[i] for i in batch]
-            slots += len(lens) * max(lens)
-            pads += len(lens) * max(lens) - sum(lens)
+    plan = BatchPlan.of(batches)
+    if len(plan) == 0:
+        return 0.0
+    sizes, starts = np.diff(plan.bounds), plan.bounds[:-1]
+    slots = pads = 0
+    for lengths in (src_lengths, tgt_lengths):
+        ordered = np.asarray(lengths, dtype=np.int64)[plan.order]
+        longest = np.maximum.reduceat(ordered, starts)
+        slots += int((sizes * longest).sum())
+        pads += int((sizes * longest).sum() - ordered.sum())
     return pads / slots if slots else 0.0
+
+
+def _lengths(ids) -> np.ndarray:
+    """Tokens of each sentence of ``ids`` (lists, or memory-mapped ids with ``lengths()``)."""
+    if hasattr(ids, "lengths"):
+        return np.asarray(ids.lengths(), dtype=np.int64)
+    return np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
 
 
 class BatchIterator:
     """Epochs of :class:`Batch` es over tokenised pairs, resumable mid-epoch.
+
+    ``src_ids`` and ``tgt_ids``: one sequence of ids per sentence (lists of ints, or
+    memory-mapped ids whose ``lengths()`` gives every sentence's length at once).
 
     ``for batch in it`` runs the rest of the current epoch, then moves to the next one;
     ``state_dict()`` taken at any point (say, with a checkpoint after a step) and given to
@@ -210,18 +244,19 @@ class BatchIterator:
         self.max_tokens, self.seed, self.shuffle, self.max_len = max_tokens, seed, shuffle, max_len
         self.pad_id, self.bos_id, self.eos_id = pad_id, bos_id, eos_id
         # tensor lengths: source + EOS, BOS + target (= target + EOS)
-        self.src_lengths = [len(s) + 1 for s in src_ids]
-        self.tgt_lengths = [len(t) + 1 for t in tgt_ids]
-        self.n_skipped = 0 if max_len is None else sum(
-            s > max_len or t > max_len for s, t in zip(self.src_lengths, self.tgt_lengths))
+        self.src_lengths = _lengths(src_ids) + 1
+        self.tgt_lengths = _lengths(tgt_ids) + 1
+        self.n_skipped = 0 if max_len is None else int(np.count_nonzero(
+            (self.src_lengths > max_len) | (self.tgt_lengths > max_len)))
         self.epoch = 0
         self.position = 0          # index of the next batch in the current epoch
-        self._cache: tuple[int, list[list[int]]] | None = None
+        self._cache: tuple[int, BatchPlan] | None = None
 
-    def batches(self, epoch: int | None = None) -> list[list[int]]:
+    def batches(self, epoch: int | None = None) -> BatchPlan:
         """The example indices of every batch of ``epoch`` (default: the current one)."""
         epoch = self.epoch if epoch is None else epoch
         if self._cache is None or self._cache[0] != epoch:
+            self._cache = None                              # free the old plan first
             self._cache = (epoch, token_batches(
                 self.src_lengths, self.tgt_lengths, self.max_tokens, shuffle=self.shuffle,
                 seed=self.seed, epoch=epoch, max_len=self.max_len))

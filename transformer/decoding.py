@@ -51,6 +51,7 @@ from typing import Iterator, Sequence
 
 import torch
 
+from .batching import pack, pad
 from .fast.kv_cache import KVCache
 from .validation import check_tokens
 
@@ -297,16 +298,12 @@ def sequence_scores(model, src: torch.Tensor, hypotheses: Sequence[Sequence[int]
         raise ValueError(f"got {len(hypotheses)} hypotheses for {src.size(0)} sources")
     with _inference(model):
         src = _check_src(model, src)
-        targets = [list(h) + [cfg.eos_id] for h in hypotheses]
-        T = max(len(y) for y in targets)
-        tgt = torch.full((len(targets), T + 1), cfg.pad_id, dtype=torch.long, device=src.device)
-        for b, y in enumerate(targets):
-            tgt[b, 0] = cfg.bos_id
-            tgt[b, 1:len(y) + 1] = torch.tensor(y, dtype=torch.long)
+        tgt = pad([list(h) for h in hypotheses], cfg.pad_id, first=cfg.bos_id,
+                  last=cfg.eos_id).to(src.device)                  # BOS + hyp + EOS
         logits = model(src, tgt[:, :-1])
         log_probs = logits.double().log_softmax(-1).gather(-1, tgt[:, 1:, None]).squeeze(-1)
-        valid = torch.arange(T, device=src.device)[None, :] < torch.tensor(
-            [len(y) for y in targets], device=src.device)[:, None]
+        valid = torch.arange(tgt.size(1) - 1, device=src.device)[None, :] < torch.tensor(
+            [len(h) + 1 for h in hypotheses], device=src.device)[:, None]
         return (log_probs * valid).sum(1).cpu()
 
 
@@ -317,16 +314,8 @@ def build_source_batch(ids: Sequence[Sequence[int]], pad_id: int, eos_id: int,
 
     Sources longer than ``max_len`` (EOS included) are cut to fit, keeping the EOS.
     """
-    rows = []
-    for seq in ids:
-        row = list(seq)
-        if max_len is not None and len(row) + 1 > max_len:
-            row = row[:max_len - 1]
-        rows.append(row + [eos_id])
-    S = max((len(r) for r in rows), default=0)
-    out = torch.full((len(rows), S), pad_id, dtype=torch.long)
-    for b, r in enumerate(rows):
-        out[b, :len(r)] = torch.tensor(r, dtype=torch.long)
+    rows = [list(seq) if max_len is None else list(seq)[:max_len - 1] for seq in ids]
+    out = pad(rows, pad_id, last=eos_id)
     return out if device is None else out.to(device)
 
 
@@ -399,14 +388,10 @@ def _translate(model, tokenizer, sentences, beam_size, alpha, batch_size, max_to
                       f"longer than cfg.max_len={cfg.max_len} tokens and were truncated",
                       stacklevel=3)
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]), reverse=True)
+    widths = [min(len(ids[i]) + 1, cfg.max_len) for i in order]          # with EOS
+    bounds = pack(widths, max_tokens, max_sentences=batch_size).tolist()
     outputs: list[list[int] | None] = [None] * len(ids)
-    start = 0
-    while start < len(order):
-        end = start + 1                   # longest first: the first row sets the width
-        width = min(len(ids[order[start]]) + 1, cfg.max_len)
-        while end < len(order) and end - start < batch_size and (
-                max_tokens is None or (end - start + 1) * width <= max_tokens):
-            end += 1
+    for start, end in zip(bounds[:-1], bounds[1:]):
         batch = [ids[i] for i in order[start:end]]
         src = build_source_batch(batch, cfg.pad_id, cfg.eos_id, cfg.max_len, device)
         if beam_size == 1:
@@ -416,7 +401,6 @@ def _translate(model, tokenizer, sentences, beam_size, alpha, batch_size, max_to
                                max_extra=max_extra)
         for i, h in zip(order[start:end], hyps):
             outputs[i] = h
-        start = end
     return list(tokenizer.decode_batch(outputs))
 
 

@@ -19,8 +19,8 @@ The folder is written under a temporary name and renamed: it is whole or absent.
 
 :class:`PreparedCorpus` opens a folder with ``numpy.memmap``: the token ids stay in the page
 cache, shared by every process that maps them, and a training process holds privately only
-the lengths and one epoch's batch plan (:class:`PreparedBatchIterator`, the batches
-:class:`~transformer.batching.BatchIterator` builds from the same ids, as arrays).
+the lengths and one epoch's batch plan (:class:`~transformer.batching.BatchIterator`, the
+same batcher as for ids in memory, reads each batch's ids when it makes the batch).
 
 The trainer (:func:`~transformer.training.prepare.prepare`, with
 :func:`~transformer.training.prepare.from_prepared`) trains from a prepared folder
@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..batching import Batch, BatchIterator, BatchPlan, token_batch_plan
+from ..batching import BatchIterator
 from ..config import BOS_ID, EOS_ID, PAD_ID
 from ..data import CorpusStream, ParallelCorpus, data_dir, mixture_parts, resolve_corpus
 from ..output import output_folder
@@ -400,14 +400,13 @@ class PreparedCorpus:
 
     def batch_iterator(self, split: str, direction: str, max_tokens: int, seed: int = 0,
                        shuffle: bool = True, max_len: int | None = None,
-                       tokenizer: Tokenizer | None = None) -> "PreparedBatchIterator":
+                       tokenizer: Tokenizer | None = None) -> BatchIterator:
         """The batches of ``split`` in ``direction`` (en-de: English is the source)."""
         src, tgt = direction.split("-")
         ids = dict(pad_id=PAD_ID, bos_id=BOS_ID, eos_id=EOS_ID) if tokenizer is None else \
             dict(pad_id=tokenizer.pad_id, bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id)
-        return PreparedBatchIterator(self.sentences(split, src), self.sentences(split, tgt),
-                                     max_tokens, seed=seed, shuffle=shuffle, max_len=max_len,
-                                     **ids)
+        return BatchIterator(self.sentences(split, src), self.sentences(split, tgt),
+                             max_tokens, seed=seed, shuffle=shuffle, max_len=max_len, **ids)
 
     def valid_text(self, direction: str) -> ParallelCorpus:
         """The valid split's sentence pairs as text, in ``direction``."""
@@ -422,72 +421,3 @@ class PreparedCorpus:
             raise ValueError(f"{path}: not the valid split's text ({exc})") from None
         corpus = ParallelCorpus(en, de, name=f"{self.folder.name}/valid (en-de)")
         return corpus.swapped() if direction == "de-en" else corpus
-
-
-class PreparedBatchIterator(BatchIterator):
-    """:class:`~transformer.batching.BatchIterator` over memory-mapped ids
-    (:class:`RaggedIds`): the same batches in the same order for the same ids and settings,
-    with the lengths as numpy arrays, an epoch's batches as a
-    :class:`~transformer.batching.BatchPlan` and each batch's ids read when it is made."""
-
-    def __init__(self, src_ids: RaggedIds, tgt_ids: RaggedIds, max_tokens: int,
-                 seed: int = 0, shuffle: bool = True, max_len: int | None = None,
-                 pad_id: int = PAD_ID, bos_id: int = BOS_ID, eos_id: int = EOS_ID):
-        if len(src_ids) != len(tgt_ids):
-            raise ValueError(f"PreparedBatchIterator got {len(src_ids)} sources but "
-                             f"{len(tgt_ids)} targets")
-        self.src_ids, self.tgt_ids = src_ids, tgt_ids
-        self.max_tokens, self.seed, self.shuffle, self.max_len = max_tokens, seed, shuffle, max_len
-        self.pad_id, self.bos_id, self.eos_id = pad_id, bos_id, eos_id
-        self.src_lengths = src_ids.lengths() + 1          # source + EOS
-        self.tgt_lengths = tgt_ids.lengths() + 1          # BOS + target (= target + EOS)
-        self.n_skipped = 0 if max_len is None else int(np.count_nonzero(
-            (self.src_lengths > max_len) | (self.tgt_lengths > max_len)))
-        self.epoch = 0
-        self.position = 0
-        self._cache: tuple[int, BatchPlan] | None = None
-
-    def batches(self, epoch: int | None = None) -> BatchPlan:
-        epoch = self.epoch if epoch is None else epoch
-        if self._cache is None or self._cache[0] != epoch:
-            self._cache = None                              # free the old plan first
-            self._cache = (epoch, token_batch_plan(
-                self.src_lengths, self.tgt_lengths, self.max_tokens, shuffle=self.shuffle,
-                seed=self.seed, epoch=epoch, max_len=self.max_len))
-        return self._cache[1]
-
-    def collate(self, indices) -> Batch:
-        """What :func:`~transformer.batching.collate` makes of these pairs, built with numpy."""
-        if len(indices) == 0:
-            raise ValueError("collate got an empty batch")
-        src = [self.src_ids[i] for i in indices]
-        tgt = [self.tgt_ids[i] for i in indices]
-        s_len = np.fromiter(map(len, src), dtype=np.int64, count=len(src))
-        t_len = np.fromiter(map(len, tgt), dtype=np.int64, count=len(tgt))
-        src_out = np.full((len(src), s_len.max() + 1), self.pad_id, dtype=np.int64)
-        tgt_in = np.full((len(tgt), t_len.max() + 1), self.pad_id, dtype=np.int64)
-        tgt_out = np.full_like(tgt_in, self.pad_id)
-        for r, (s, t) in enumerate(zip(src, tgt)):
-            src_out[r, :len(s)] = s
-            src_out[r, len(s)] = self.eos_id
-            tgt_in[r, 0] = self.bos_id
-            tgt_in[r, 1:len(t) + 1] = t
-            tgt_out[r, :len(t)] = t
-            tgt_out[r, len(t)] = self.eos_id
-        return Batch(torch.from_numpy(src_out), torch.from_numpy(tgt_in),
-                     torch.from_numpy(tgt_out), n_src_tokens=int(s_len.sum() + len(src)),
-                     n_tgt_tokens=int(t_len.sum() + len(tgt)), pad_id=self.pad_id)
-
-    def padding_fraction(self, epoch: int | None = None) -> float:
-        """Pad slots / all slots over one epoch's batches (source and target together)."""
-        plan = self.batches(epoch)
-        if len(plan) == 0:
-            return 0.0
-        sizes, starts = np.diff(plan.bounds), plan.bounds[:-1]
-        slots = pads = 0
-        for lengths in (self.src_lengths, self.tgt_lengths):
-            ordered = lengths[plan.order]
-            longest = np.maximum.reduceat(ordered, starts)
-            slots += int((sizes * longest).sum())
-            pads += int((sizes * longest).sum() - ordered.sum())
-        return pads / slots if slots else 0.0
