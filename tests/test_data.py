@@ -194,12 +194,19 @@ def test_load_wmt14_without_datasets_says_pip_install(monkeypatch):
 
 
 def test_load_wmt14_converts_rows(monkeypatch):
+    rows = [{"en": "A house.", "de": "Ein Haus."}, {"en": "", "de": "Leer."}]
+
+    class FakeDataset:                     # what a datasets.Dataset gives the reader
+        @staticmethod
+        def iter(batch_size):
+            for start in range(0, len(rows), batch_size):
+                yield {"translation": rows[start:start + batch_size]}
+
     class FakeDatasets:
         @staticmethod
         def load_dataset(name, config, split):
             assert (name, config, split) == ("wmt14", "de-en", "validation")
-            return {"translation": [{"en": "A house.", "de": "Ein Haus."},
-                                    {"en": "", "de": "Leer."}]}
+            return FakeDataset
 
     monkeypatch.setitem(sys.modules, "datasets", FakeDatasets)
     with pytest.warns(UserWarning, match="dropped 1"):

@@ -29,7 +29,7 @@ import warnings
 from dataclasses import dataclass
 from itertools import zip_longest
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from .corpora import CORPORA, data_dir, ensure
 
@@ -142,19 +142,17 @@ def iter_lines(path: str | os.PathLike) -> Iterator[str]:
         raise ValueError(f"{path}: not a readable gzip file ({e})") from None
 
 
-def read_lines(path: str | os.PathLike) -> list[str]:
-    """All the lines of :func:`iter_lines` as a list."""
-    return list(iter_lines(path))
-
-
-def drop_empty_pairs(src: list[str], tgt: list[str], name: str = "") -> ParallelCorpus:
-    """Remove pairs where either side is empty; warn with the count when any are."""
-    keep = [i for i, (s, t) in enumerate(zip(src, tgt)) if s.strip() and t.strip()]
-    dropped = len(src) - len(keep)
-    if dropped:
-        warnings.warn(f"{name or 'corpus'}: dropped {dropped} of {len(src)} pairs with an "
-                      f"empty source or target", stacklevel=3)
-    return ParallelCorpus([src[i] for i in keep], [tgt[i] for i in keep], dropped, name)
+def read_pairs(src_path: str | os.PathLike,
+               tgt_path: str | os.PathLike) -> Iterator[tuple[str, str]]:
+    """The (source, target) lines of two aligned files (plain or ``.gz``), one pair at a
+    time; raises ValueError naming both files and their line counts when one file ends
+    first."""
+    for src, tgt in zip_longest(iter_lines(src_path), iter_lines(tgt_path)):
+        if src is None or tgt is None:          # one file ended first: count both
+            n_src, n_tgt = (sum(1 for _ in iter_lines(path)) for path in (src_path, tgt_path))
+            raise ValueError(f"parallel files are not aligned: {src_path} has {n_src} lines "
+                             f"but {tgt_path} has {n_tgt} lines")
+        yield src, tgt
 
 
 def read_parallel(src_path: str | os.PathLike, tgt_path: str | os.PathLike,
@@ -163,13 +161,9 @@ def read_parallel(src_path: str | os.PathLike, tgt_path: str | os.PathLike,
 
     Raises FileNotFoundError for a missing file and ValueError when the files have
     different line counts or hold bytes that are not UTF-8. Pairs with an empty side
-    are dropped and counted in ``dropped_empty``.
+    are dropped and counted in ``dropped_empty`` (:class:`PairStream`'s rules).
     """
-    src, tgt = read_lines(src_path), read_lines(tgt_path)
-    if len(src) != len(tgt):
-        raise ValueError(f"parallel files are not aligned: {src_path} has {len(src)} lines "
-                         f"but {tgt_path} has {len(tgt)} lines")
-    return drop_empty_pairs(src, tgt, name or str(src_path))
+    return FilePairs(src_path, tgt_path, name).read()
 
 
 def _check_direction(direction: str) -> None:
@@ -194,16 +188,7 @@ def load_corpus(name: str | os.PathLike, split: str, direction: str = "en-de",
     A mixture (``"a*2+b"``, see the module docstring) joins its parts' train or valid split.
     """
     _check_direction(direction)
-    split = _SPLIT_ALIASES.get(split, split)
-    if str(name) == "wmt14":
-        return load_wmt14(split, direction)
-    parts = mixture_parts(name, root)
-    if parts is not None:
-        return _load_mixture(name, parts, split, direction, root)
-    folder, src, tgt = split_files(name, split, root)
-    corpus = read_parallel(src, tgt, name=f"{folder.name}/{split}")
-    corpus.name = f"{folder.name}/{split} ({direction})"
-    return corpus.swapped() if direction == "de-en" else corpus
+    return CorpusStream(name, split, root).read(direction)
 
 
 def split_files(name: str | os.PathLike, split: str,
@@ -229,21 +214,6 @@ def split_files(name: str | os.PathLike, split: str,
 
 
 # --------------------------------------------------------------------------- combining
-def _load_mixture(name, parts, split, direction, root) -> ParallelCorpus:
-    if split not in ("train", "valid"):
-        raise ValueError(f"corpus {str(name)!r} is a mixture: it has train and valid splits "
-                         f"only; score each part on its own test split (e.g. --corpus "
-                         f"{parts[0][0]})")
-    loaded = [(load_corpus(part, split, direction, root), times) for part, times in parts]
-    repeats = [times if split == "train" else 1 for _, times in loaded]
-    src = [s for (c, _), k in zip(loaded, repeats) for _ in range(k) for s in c.src]
-    tgt = [t for (c, _), k in zip(loaded, repeats) for _ in range(k) for t in c.tgt]
-    dropped = sum(c.dropped_empty * k for (c, _), k in zip(loaded, repeats))
-    label = " + ".join(f"{c.name.split('/')[0]}" + (f" x{k}" if k > 1 else "")
-                       for (c, _), k in zip(loaded, repeats))
-    return ParallelCorpus(src, tgt, dropped, f"{label}/{split} ({direction})")
-
-
 def concatenate_corpora(names, folder: str | os.PathLike, splits=("train", "valid"),
                         root: str | os.PathLike | None = None, limit: int = 0) -> Path:
     """Write the ``splits`` of the corpora ``names``, one after another, into ``folder``
@@ -287,8 +257,9 @@ _WMT14_SPLITS = {"train": "train", "valid": "validation", "test": "test"}
 
 
 def wmt14_dataset(split: str):
-    """The Hugging Face ``datasets.Dataset`` of WMT14 de-en's ``split`` (train, valid or
-    test): ``datasets.load_dataset("wmt14", "de-en")``, or, when ``$TRANSFORMER_WMT14`` names
+    """The Hugging Face ``datasets.Dataset`` of WMT14 de-en's ``split``: train (4.5M pairs),
+    valid (newstest2013) or test (newstest2014). ``datasets.load_dataset("wmt14", "de-en")``,
+    or, when ``$TRANSFORMER_WMT14`` names
     a folder, that copy offline: a ``DatasetDict.save_to_disk`` folder (train, validation,
     test, each with a ``translation`` column of ``{"de", "en"}`` dicts, as the hub's), or a
     local copy of the hub's repository (read with ``load_dataset(folder, "de-en")``)."""
@@ -335,46 +306,23 @@ def load_wmt14(split: str, direction: str = "en-de") -> ParallelCorpus:
     strings; ``python -m transformer prepare`` reads it in pieces instead
     (:class:`CorpusStream`).
     """
-    _check_direction(direction)
-    split = _SPLIT_ALIASES.get(split, split)
-    rows = wmt14_dataset(split)["translation"]
-    pairs = [_wmt14_pair(row, f"wmt14/{split}") for row in rows]
-    corpus = drop_empty_pairs([en for en, _ in pairs], [de for _, de in pairs],
-                              name=f"wmt14/{split}")
-    corpus.name = f"wmt14/{split} ({direction})"
-    return corpus.swapped() if direction == "de-en" else corpus
+    return load_corpus("wmt14", split, direction)
 
 
-class CorpusStream:
-    """The (English, German) pairs of one split of a corpus, one at a time: what
-    :func:`load_corpus` reads (a folder, a mixture, or ``"wmt14"``), with its rules (pairs
-    with an empty side dropped, files that are not aligned refused), without holding the
-    corpus in memory. Iterating again reads the files again. After a full pass,
-    ``dropped_empty`` is the count of pairs left out (and a warning says so)."""
+class PairStream:
+    """Sentence pairs read one at a time under the package's rules for corpora: pairs with
+    an empty side are dropped (counted in ``dropped_empty`` after a full pass, with a
+    warning naming ``label``); files that are not aligned are refused. Iterating again
+    reads again. Subclasses say where the pairs come from (``_sources``)."""
+    label = ""
+    dropped_empty = 0
 
-    def __init__(self, name: str | os.PathLike, split: str,
-                 root: str | os.PathLike | None = None, batch_rows: int = 10_000):
-        self.name, self.root, self.batch_rows = name, root, batch_rows
-        self.split = _SPLIT_ALIASES.get(split, split)
-        if self.split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
-        self.parts = mixture_parts(name, root)
-        if self.parts is not None and self.split not in ("train", "valid"):
-            raise ValueError(f"corpus {str(name)!r} is a mixture: it has train and valid "
-                             f"splits only")
-        self.dropped_empty = 0
+    def _sources(self) -> Iterable[Iterable[tuple[str, str]]]:
+        raise NotImplementedError
 
     def __iter__(self) -> Iterator[tuple[str, str]]:
-        self.dropped_empty = 0
-        if str(self.name) == "wmt14":
-            sources = [self._wmt14()]
-        elif self.parts is not None:
-            sources = (self._files(part) for part, times in self.parts
-                       for _ in range(times if self.split == "train" else 1))
-        else:
-            sources = [self._files(self.name)]
-        total = 0
-        for source in sources:
+        self.dropped_empty = total = 0
+        for source in self._sources():
             for en, de in source:
                 total += 1
                 if en and de:
@@ -382,17 +330,74 @@ class CorpusStream:
                 else:
                     self.dropped_empty += 1
         if self.dropped_empty:
-            warnings.warn(f"{self.name}/{self.split}: dropped {self.dropped_empty} of {total} "
-                          f"pairs with an empty source or target", stacklevel=2)
+            warnings.warn(f"{self.label}: dropped {self.dropped_empty} of {total} pairs with "
+                          f"an empty source or target", stacklevel=2)
+
+    def read(self, direction: str | None = None) -> ParallelCorpus:
+        """Every pair, in memory; ``direction="de-en"`` puts German on the source side."""
+        en, de = [], []
+        for a, b in self:
+            en.append(a)
+            de.append(b)
+        name = self.label if direction is None else f"{self.label} ({direction})"
+        corpus = ParallelCorpus(en, de, self.dropped_empty, name)
+        return corpus.swapped() if direction == "de-en" else corpus
+
+
+class FilePairs(PairStream):
+    """The pairs of two aligned line files (plain or ``.gz``)."""
+
+    def __init__(self, src_path: str | os.PathLike, tgt_path: str | os.PathLike,
+                 label: str | None = None):
+        self.src_path, self.tgt_path = src_path, tgt_path
+        self.label = label or str(src_path)
+
+    def _sources(self):
+        return [read_pairs(self.src_path, self.tgt_path)]
+
+
+class CorpusStream(PairStream):
+    """The (English, German) pairs of one split of a corpus: a folder, a mixture of
+    folders, or ``"wmt14"``. This is the package's one reader of corpora:
+    :func:`load_corpus` holds what it reads in memory, ``python -m transformer prepare``
+    reads it in pieces (WMT14 in batches of ``batch_rows`` rows)."""
+
+    def __init__(self, name: str | os.PathLike, split: str,
+                 root: str | os.PathLike | None = None, batch_rows: int = 10_000):
+        self.name, self.root, self.batch_rows = name, root, batch_rows
+        self.split = _SPLIT_ALIASES.get(split, split)
+        if self.split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        self.parts = None if str(name) == "wmt14" else mixture_parts(name, root)
+        if self.parts is not None and self.split not in ("train", "valid"):
+            raise ValueError(f"corpus {str(name)!r} is a mixture: it has train and valid "
+                             f"splits only; score each part on its own test split (e.g. "
+                             f"--corpus {self.parts[0][0]})")
+
+    @property
+    def label(self) -> str:
+        """How warnings and :class:`ParallelCorpus` name what this reads, e.g.
+        ``multi30k-en-de/train`` or ``multi30k-en-de x2 + tatoeba-en-de/train``."""
+        if self.parts is None:
+            base = "wmt14" if str(self.name) == "wmt14" else \
+                corpus_folder(self.name, self.root).name
+        else:
+            base = " + ".join(corpus_folder(part, self.root).name +
+                              (f" x{times}" if times > 1 and self.split == "train" else "")
+                              for part, times in self.parts)
+        return f"{base}/{self.split}"
+
+    def _sources(self):
+        if str(self.name) == "wmt14":
+            return [self._wmt14()]
+        if self.parts is not None:
+            return (self._files(part) for part, times in self.parts
+                    for _ in range(times if self.split == "train" else 1))
+        return [self._files(self.name)]
 
     def _files(self, name) -> Iterator[tuple[str, str]]:
         _, src, tgt = split_files(name, self.split, self.root)
-        for en, de in zip_longest(iter_lines(src), iter_lines(tgt)):
-            if en is None or de is None:          # one file ended first: count both
-                n_src, n_tgt = (sum(1 for _ in iter_lines(path)) for path in (src, tgt))
-                raise ValueError(f"parallel files are not aligned: {src} has {n_src} lines "
-                                 f"but {tgt} has {n_tgt} lines")
-            yield en, de
+        yield from read_pairs(src, tgt)
 
     def _wmt14(self) -> Iterator[tuple[str, str]]:
         dataset = wmt14_dataset(self.split)
