@@ -38,6 +38,17 @@ def _end_its_processes():
     processes.end_new_processes(before)
 
 
+@pytest.fixture(scope="module")
+def one_thread():
+    """torch on one thread for a module's tests (``pytestmark =
+    pytest.mark.usefixtures("one_thread")``): small steps on a shared 2-core machine thrash
+    with more."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """The offline copy of the corpora (tests/corpus_host.py: ../shared/data beside the

@@ -11,7 +11,7 @@ from transformer.config import ModelConfig
 from transformer.schedule import no_warmup_lr, noam_lr
 from transformer.training.config import LossDiverged, TrainConfig, TrainingError
 
-from test_cli import write_corpus
+from helpers import write_corpus
 
 
 def model_of(row):

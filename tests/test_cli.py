@@ -19,68 +19,18 @@ from pathlib import Path
 import pytest
 import torch
 
+from helpers import one_line_error, run_cli, train_args, write_corpus
 from transformer.tools import cli
 from transformer.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from transformer.errors import ISSUES, InputError, MissingPackage
 from transformer.inference import load_model
 from transformer.training.run_folder import RunFolder
-from transformer.training.config import TrainConfig, flag, result_settings, run_settings
+from transformer.training.config import (TrainConfig, TrainingError, flag, result_settings,
+                                         run_settings)
 
 REPO = Path(__file__).resolve().parents[1]
-EN = "the a dog cat man woman runs sits on in under green red house tree big small".split()
-DE = "der die das Hund Katze Mann Frau läuft sitzt auf im unter grünen roten Haus Baum".split()
 
-
-def write_corpus(folder: Path, n_train=300, n_valid=20, seed=0) -> Path:
-    import random
-    rng = random.Random(seed)
-    folder.mkdir(parents=True, exist_ok=True)
-    for split, n in (("train", n_train), ("valid", n_valid), ("test", n_valid)):
-        pairs = []
-        for _ in range(n):
-            k = rng.randint(3, 9)
-            pairs.append((" ".join(rng.choice(EN) for _ in range(k)) + ".",
-                          " ".join(rng.choice(DE) for _ in range(k)) + "."))
-        (folder / f"{split}.src").write_text("".join(s + "\n" for s, _ in pairs))
-        (folder / f"{split}.tgt").write_text("".join(t + "\n" for _, t in pairs))
-    return folder
-
-
-def train_args(corpus, out, updates=3, vocab=120, d_model=16):
-    return ["train", "--corpus", str(corpus), "--out", str(out), "--vocab-size", str(vocab),
-            "--max-tokens", "400", "--update-tokens", "400", "--max-updates", str(updates),
-            "--save-every", "2", "--keep-last", "2", "--warmup", "10", "--precision", "fp32",
-            "--log-every", "1", "--eval-bleu-sentences", "0", "--no-progress",
-            "--model", f"d_model={d_model}", "--model", f"d_ff={2 * d_model}",
-            "--model", "n_heads=2", "--model", "n_encoder_layers=1",
-            "--model", "n_decoder_layers=1"]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Training in this process on one thread (a shared 2-core machine thrashes with more)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def run_cli(capsys, argv) -> tuple[int, str, str]:
-    """Exit status, stdout and stderr of ``python -m transformer *argv`` (in process: an
-    unexpected exception, the traceback case, fails the test by propagating)."""
-    try:
-        cli.main([str(a) for a in argv])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def one_line_error(err: str) -> str:
-    lines = [line for line in err.splitlines() if line.startswith("error:")
-             or ": error:" in line]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
@@ -656,3 +606,68 @@ def test_numeric_bounds_are_one_rule_for_train_config_and_the_command_line(capsy
     assert code == 2 and "argument --warmup: must be >= 1, got 0" in err
     code, _, err = run_cli(capsys, ["evaluate", "x.pt", "--threads", "-2"])
     assert code == 2 and "argument --threads: must be >= 0, got -2" in err
+
+
+# ------------------------------------------------------- what is the user's, what is a bug
+@pytest.mark.parametrize("error", [
+    InputError("x.src.gz: line 3 is not valid UTF-8 (invalid start byte at byte 0)"),
+    MissingPackage("--corpus wmt14 needs the Hugging Face datasets package"),
+    TrainingError("runs/a/run.json is not a run file of this package"),
+    CheckpointError("runs/a/average.pt is damaged"),
+    FileNotFoundError(errno.ENOENT, "No such file or directory", "runs/a/nope.pt")])
+def test_what_the_user_can_fix_is_one_line(error, capsys, monkeypatch):
+    """A project error (or the operating system's) out of any command: its message on one
+    line, exit status 2, no traceback."""
+    def fails(*args, **kwargs):
+        raise error
+    monkeypatch.setattr(cli, "fetch", fails)
+    code, _, err = run_cli(capsys, ["fetch", "tatoeba-en-de"])
+    assert code == 2 and err.count("\n") == 1, err
+    assert one_line_error(err).startswith("error: ") and ("nope.pt" in err or str(error) in err)
+
+
+@pytest.mark.parametrize("bug", [ValueError("an index the package got wrong"),
+                                 KeyError("src"), ImportError("cannot import name 'x'"),
+                                 RuntimeError("shapes do not match")])
+def test_a_bug_in_the_package_shows_its_traceback_and_asks_for_a_report(bug, capsys,
+                                                                          monkeypatch):
+    """Any other exception is the package's bug, not the user's mistake: its traceback
+    (where it happened), then one line asking for a report at the project's issues, exit
+    status 1; a plain ValueError or ImportError is not taken for bad input."""
+    def fails(*args, **kwargs):
+        raise bug
+    monkeypatch.setattr(cli, "fetch", fails)
+    code, _, err = run_cli(capsys, ["fetch", "tatoeba-en-de"])
+    assert code == 1
+    assert err.startswith("Traceback") and f"{type(bug).__name__}: " in err and "in fails" in err
+    last = err.rstrip().splitlines()[-1]
+    assert last.startswith("this is a bug in the transformer package") and ISSUES in last
+
+
+def test_a_real_bad_input_deep_in_the_package_is_still_one_line(capsys, toy_runs, toy_corpus):
+    """A user's mistake found deep inside (a split name checked by the corpus reader) is
+    the project's error type, so it stays one line."""
+    code, _, err = run_cli(capsys, ["evaluate", toy_runs["a"] / "average.pt", "--corpus",
+                                    toy_corpus, "--split", "tset"])
+    assert code == 2 and "split must be one of" in one_line_error(err)
+
+
+def test_bug_reports_go_to_the_books_repository():
+    url = re.search(r"^repository:\s*\n\s+url:\s*(\S+)", (REPO / "_config.yml").read_text(),
+                    flags=re.M).group(1)
+    assert ISSUES == url.rstrip("/") + "/issues"
+
+
+def test_each_commands_parser_is_beside_its_handler():
+    """cli.py reads one command at a time: ``add_NAME`` (its options) directly followed by
+    the helpers of that command and ``cmd_NAME``, and every subcommand is in COMMANDS."""
+    source = Path(cli.__file__).read_text()
+    names = re.findall(r"^def add_(\w+)\(sub\):", source, flags=re.M)
+    assert names == [add.__name__[4:] for add in cli.COMMANDS]
+    order = re.findall(r"^def ((?:add|cmd)_\w+)\(", source, flags=re.M)
+    assert order == [f"{kind}_{name}" for name in names for kind in ("add", "cmd")]
+    parser = cli.build_parser()
+    choices = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert sorted(choices.choices) == sorted(names)
+    for name, sub in choices.choices.items():
+        assert sub.get_default("handler") is getattr(cli, f"cmd_{name}")

@@ -28,6 +28,7 @@ import pytest
 import torch
 
 import processes
+from helpers import write_pairs
 from transformer.data import load_corpus
 from transformer.tokenizer import Tokenizer
 from transformer.training.config import TrainConfig
@@ -42,15 +43,6 @@ WORDS = ["die", "Katze", "Hund", "sieht", "eine", "Haus", "grosse", "kleine", "r
          "und", "schläft", "Vogel", "Baum"]
 
 pytestmark = pytest.mark.skipif(not TORCHRUN.exists(), reason="torchrun not beside this Python")
-
-
-def write_corpus(folder: Path, pairs: list[tuple[str, str]]) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    for split, rows in (("train", pairs), ("valid", pairs[:20])):
-        for side, i in (("src", 0), ("tgt", 1)):
-            (folder / f"{split}.{side}").write_text("".join(p[i] + "\n" for p in rows),
-                                                     encoding="utf-8")
-    return folder
 
 
 def random_pairs(n: int, seed: int = 0) -> list[tuple[str, str]]:
@@ -98,7 +90,8 @@ def corpus_ending_with(remainder: int, folder: Path, vocabulary: Path) -> Path:
     tokenizer, per_update = Tokenizer.load(vocabulary), UPDATE_TOKENS // MAX_TOKENS
     pairs = random_pairs(1000)
     for n in range(150, 400, 7):
-        corpus = write_corpus(folder / f"n{n}", pairs[:n])
+        corpus = write_pairs(folder / f"n{n}", "train", pairs[:n])
+        write_pairs(corpus, "valid", pairs[:20])
         if epoch_batches(config(corpus, folder / "unused"), tokenizer) % per_update == remainder:
             return corpus
         shutil.rmtree(corpus)

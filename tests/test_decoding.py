@@ -39,13 +39,7 @@ def random_model(seed=0, eos_bias=0.0, **overrides):
     return model
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    """Small decoding steps on a shared 2-core machine: one thread avoids oversubscription."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # ------------------------------------------------------------------ length penalty

@@ -76,7 +76,7 @@ def test_training_through_the_command_line_runs_under_purging_jemalloc(tmp_path)
     # mapped, with JEMALLOC_CONF, and its background purging thread running: the setting
     # that keeps a real run's memory flat. The memory figures themselves are the
     # benchmark's (benchmarks/cpu/host_memory.py; docs/notes/2026-12-benchmarks.md, "Host memory").
-    from test_cli import train_args, write_corpus
+    from helpers import train_args, write_corpus
     (tmp_path / "site").mkdir()
     (tmp_path / "site" / "sitecustomize.py").write_text(REPORTER)
     report = tmp_path / "report.json"

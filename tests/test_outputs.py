@@ -17,10 +17,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 import processes
-from test_cli import one_line_error, run_cli, train_args, write_corpus
+from helpers import one_line_error, run_cli, train_args, write_corpus
 from transformer.checkpoint import load_checkpoint, save_checkpoint
 from transformer.tools import cli
 
@@ -28,12 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "TRANSFORMER_MALLOC": "system"}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 
+from helpers import write_pairs
 from transformer.data import CorpusStream, load_corpus, load_wmt14
 from transformer.training.config import TrainConfig, TrainingError
 from transformer.training.loop import Trainer
@@ -86,17 +87,10 @@ def test_wmt14_loader_names_a_bad_copy(tmp_path, monkeypatch):
         load_wmt14("train")
 
 
-def write_pairs(folder, split, pairs):
-    folder.mkdir(parents=True, exist_ok=True)
-    for side, i in (("src", 0), ("tgt", 1)):
-        with gzip.open(folder / f"{split}.{side}.gz", "wt", encoding="utf-8") as f:
-            f.writelines(p[i] + "\n" for p in pairs)
-
-
 def test_corpus_stream_reads_what_load_corpus_reads(tmp_path):
     pairs = [("\ufeffOne.", "Eins."), ("Two. ", " Zwei."), ("", "Leer."), ("Three.", "Drei.")]
-    write_pairs(tmp_path / "c", "train", pairs)
-    write_pairs(tmp_path / "d", "train", [("Four.", "Vier.")])
+    write_pairs(tmp_path / "c", "train", pairs, gz=True)
+    write_pairs(tmp_path / "d", "train", [("Four.", "Vier.")], gz=True)
     for name in (tmp_path / "c", f"{tmp_path / 'c'}*2+{tmp_path / 'd'}"):
         with pytest.warns(UserWarning):
             corpus = load_corpus(name, "train")
@@ -105,7 +99,7 @@ def test_corpus_stream_reads_what_load_corpus_reads(tmp_path):
 
 
 def test_corpus_stream_refuses_unaligned_files(tmp_path):
-    write_pairs(tmp_path / "c", "train", [("One.", "Eins."), ("Two.", "Zwei.")])
+    write_pairs(tmp_path / "c", "train", [("One.", "Eins."), ("Two.", "Zwei.")], gz=True)
     with gzip.open(tmp_path / "c" / "train.tgt.gz", "wt", encoding="utf-8") as f:
         f.write("Eins.\nZwei.\nDrei.\n")
     with pytest.raises(ValueError, match=r"train.src.gz has 2 lines but .*train.tgt.gz has 3"):
@@ -127,7 +121,7 @@ def synthetic_corpus(folder, pairs=400, seed=0):
         for _ in range(n):
             words = rng.choice(vocab, size=rng.integers(2, 25))
             rows.append((" ".join(words) + ".", " ".join(WORDS[w] for w in words) + "."))
-        write_pairs(folder, split, rows)
+        write_pairs(folder, split, rows, gz=True)
     return folder
 
 

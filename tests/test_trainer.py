@@ -533,7 +533,7 @@ def test_a_diverging_run_stops_in_one_line_and_keeps_its_last_good_checkpoint(tm
     # A peak rate 50x eq. (3)'s on a tiny model: the loss falls for two updates, then climbs
     # to hundreds with every number finite (the issue's --lr-factor 1000 run went 5.9 ->
     # 26,183; at 1000 this model diverges from update 1, before any checkpoint).
-    from test_cli import train_args, write_corpus
+    from helpers import train_args, write_corpus
     out = tmp_path / "run"
     args = train_args(write_corpus(tmp_path / "corpus"), out, updates=60)
     result = run([sys.executable, "-m", "transformer", *args, "--lr-factor", "50",
@@ -570,7 +570,7 @@ def test_the_batches_the_trainer_feeds_the_model_start_with_bos_and_end_with_eos
     # Look at what the model really gets during real updates (from_config's own batches):
     # sources end in EOS, decoder inputs start with BOS, targets are the inputs shifted
     # left and end in EOS; padding only after that.
-    from test_cli import write_corpus
+    from helpers import write_corpus
     cfg = TrainConfig(out_dir=str(tmp_path / "run"), corpus=str(write_corpus(tmp_path / "c")),
                       vocab_size=120, max_tokens=400, update_tokens=800, max_updates=2,
                       warmup=10, precision="fp32", eval_bleu_sentences=0, progress=False,

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from .config import BOS_ID, EOS_ID, PAD_ID
+from .errors import InputError
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +176,7 @@ def token_batches(src_lengths: Sequence[int], tgt_lengths: Sequence[int], max_to
         raise ValueError(f"token_batches got {len(src_lengths)} source lengths but "
                          f"{len(tgt_lengths)} target lengths")
     if max_tokens < 1:
-        raise ValueError(f"max_tokens must be positive, got {max_tokens}")
+        raise InputError(f"max_tokens must be positive, got {max_tokens}")
     src_len = np.asarray(src_lengths, dtype=np.int64)
     tgt_len = np.asarray(tgt_lengths, dtype=np.int64)
     rng = np.random.default_rng([seed, epoch])
@@ -293,7 +294,7 @@ class BatchIterator:
     def load_state_dict(self, state: dict) -> None:
         for key in ("seed", "max_tokens"):
             if key in state and state[key] != getattr(self, key):
-                raise ValueError(f"BatchIterator state has {key}={state[key]} but this "
+                raise InputError(f"BatchIterator state has {key}={state[key]} but this "
                                  f"iterator has {key}={getattr(self, key)}: resuming would "
                                  f"give different batches")
         self.epoch, self.position = int(state["epoch"]), int(state["position"])

@@ -22,10 +22,11 @@ from pathlib import Path
 
 import torch
 
+from .errors import InputError, UserError
 from .output import Output, remove_leftovers, write_output
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(UserError, RuntimeError):
     """A checkpoint file is missing, damaged, or not one this package can use (the
     message names the file)."""
 
@@ -145,7 +146,7 @@ def average_checkpoints(paths: list[str | os.PathLike]) -> dict:
     """
     paths = list(paths)
     if not paths:
-        raise ValueError("average_checkpoints needs at least one checkpoint")
+        raise InputError("average_checkpoints needs at least one checkpoint")
     last = paths[-1]
     ref = {k: v for k, v in load_checkpoint(last).items()            # no optimizer state
            if k in ("model", "model_config", "train_config", "tokenizer", "vocabulary",

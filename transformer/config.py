@@ -13,6 +13,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from .errors import InputError
+
 # Special token ids shared by the model, the tokenizer and the trainer.
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
 
@@ -63,37 +65,37 @@ class ModelConfig:
         for name in positive:
             value = getattr(self, name)
             if not _positive_int(value):
-                raise ValueError(f"ModelConfig.{name} must be a positive integer, got {value!r}")
+                raise InputError(f"ModelConfig.{name} must be a positive integer, got {value!r}")
         if self.d_model % self.n_heads:
-            raise ValueError(f"ModelConfig.d_model={self.d_model} is not divisible by "
+            raise InputError(f"ModelConfig.d_model={self.d_model} is not divisible by "
                              f"n_heads={self.n_heads}")
         for name in ("dropout", "attention_dropout", "activation_dropout"):
             value = getattr(self, name)
             if not _number(value) or not 0.0 <= value < 1.0:
-                raise ValueError(f"ModelConfig.{name} must be in [0, 1), got {value!r}")
+                raise InputError(f"ModelConfig.{name} must be in [0, 1), got {value!r}")
         if not _number(self.layer_norm_eps) or not 0.0 < self.layer_norm_eps < 1.0:
-            raise ValueError(f"ModelConfig.layer_norm_eps must be in (0, 1), got "
+            raise InputError(f"ModelConfig.layer_norm_eps must be in (0, 1), got "
                              f"{self.layer_norm_eps!r}")
         if not isinstance(self.share_embeddings, bool):
-            raise ValueError(f"ModelConfig.share_embeddings must be true or false, got "
+            raise InputError(f"ModelConfig.share_embeddings must be true or false, got "
                              f"{self.share_embeddings!r}")
         if not isinstance(self.extra, dict):
-            raise ValueError(f"ModelConfig.extra must be a dict, got {self.extra!r}")
+            raise InputError(f"ModelConfig.extra must be a dict, got {self.extra!r}")
         if self.norm_position not in ("post", "pre"):
-            raise ValueError(f"ModelConfig.norm_position must be 'post' or 'pre', "
+            raise InputError(f"ModelConfig.norm_position must be 'post' or 'pre', "
                              f"got {self.norm_position!r}")
         if self.positional not in ("sinusoidal", "learned"):
-            raise ValueError(f"ModelConfig.positional must be 'sinusoidal' or 'learned', "
+            raise InputError(f"ModelConfig.positional must be 'sinusoidal' or 'learned', "
                              f"got {self.positional!r}")
         if self.share_embeddings and self.tgt_vocab_size != self.vocab_size:
-            raise ValueError(f"ModelConfig.share_embeddings=True needs one shared vocabulary, "
+            raise InputError(f"ModelConfig.share_embeddings=True needs one shared vocabulary, "
                              f"got vocab_size={self.vocab_size} and "
                              f"tgt_vocab_size={self.tgt_vocab_size}")
         for name in ("pad_id", "bos_id", "eos_id", "unk_id"):
             value = getattr(self, name)
             if not _int(value) or not 0 <= value < min(self.vocab_size,
                                                                   self.tgt_vocab_size):
-                raise ValueError(f"ModelConfig.{name}={value!r} is not a token id of the "
+                raise InputError(f"ModelConfig.{name}={value!r} is not a token id of the "
                                  f"vocabulary (size {self.vocab_size})")
 
     # ----------------------------------------------------------------- presets
@@ -126,11 +128,11 @@ class ModelConfig:
         """The preset ``name`` ("tiny", "small", "base" or "big") with fields overridden;
         an unknown preset or field raises ``ValueError`` naming it."""
         if name not in PRESETS:
-            raise ValueError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
+            raise InputError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = set(overrides) - fields
         if unknown:
-            raise ValueError(f"unknown ModelConfig field(s) {sorted(unknown)}")
+            raise InputError(f"unknown ModelConfig field(s) {sorted(unknown)}")
         values = {**PRESETS[name], **overrides}
         values.setdefault("extra", {})
         values["extra"] = {**values["extra"], "preset": name}
@@ -145,7 +147,7 @@ class ModelConfig:
         """The inverse of :meth:`to_dict`; unknown keys (from other versions) are ignored.
         A value of the wrong type or range raises ``ValueError`` naming its field."""
         if not isinstance(values, dict):
-            raise ValueError(f"a model configuration must be a dict, got "
+            raise InputError(f"a model configuration must be a dict, got "
                              f"{type(values).__name__}")
         fields = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in fields})

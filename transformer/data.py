@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from .corpora import CORPORA, data_dir, ensure
+from .errors import InputError, MissingPackage
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +76,7 @@ def mixture_parts(name: str | os.PathLike,
     for part in name.split("+"):
         corpus, star, times = part.strip().rpartition("*") if "*" in part else (part.strip(), "", "1")
         if not corpus or not times.isdigit() or int(times) < 1 or corpus == "wmt14":
-            raise ValueError(f"corpus {name!r}: {part.strip()!r} is not a part of a mixture "
+            raise InputError(f"corpus {name!r}: {part.strip()!r} is not a part of a mixture "
                              f"(a corpus folder, optionally *N with N >= 1, e.g. "
                              f"multi30k-en-de*2+tatoeba-en-de)")
         parts.append((corpus, int(times)))
@@ -133,13 +134,13 @@ def iter_lines(path: str | os.PathLike) -> Iterator[str]:
                 try:
                     line = raw.decode("utf-8").strip()
                 except UnicodeDecodeError as e:
-                    raise ValueError(f"{path}: line {number} is not valid UTF-8 "
+                    raise InputError(f"{path}: line {number} is not valid UTF-8 "
                                      f"({e.reason} at byte {e.start})") from None
                 if number == 1 and line.startswith("\ufeff"):   # a byte-order mark is not text
                     line = line[1:]
                 yield line
     except (gzip.BadGzipFile, EOFError) as e:
-        raise ValueError(f"{path}: not a readable gzip file ({e})") from None
+        raise InputError(f"{path}: not a readable gzip file ({e})") from None
 
 
 def read_pairs(src_path: str | os.PathLike,
@@ -150,7 +151,7 @@ def read_pairs(src_path: str | os.PathLike,
     for src, tgt in zip_longest(iter_lines(src_path), iter_lines(tgt_path)):
         if src is None or tgt is None:          # one file ended first: count both
             n_src, n_tgt = (sum(1 for _ in iter_lines(path)) for path in (src_path, tgt_path))
-            raise ValueError(f"parallel files are not aligned: {src_path} has {n_src} lines "
+            raise InputError(f"parallel files are not aligned: {src_path} has {n_src} lines "
                              f"but {tgt_path} has {n_tgt} lines")
         yield src, tgt
 
@@ -168,7 +169,7 @@ def read_parallel(src_path: str | os.PathLike, tgt_path: str | os.PathLike,
 
 def _check_direction(direction: str) -> None:
     if direction not in DIRECTIONS:
-        raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
+        raise InputError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
 
 
 def _find(folder: Path, stem: str) -> tuple[Path | None, list[Path]]:
@@ -226,10 +227,10 @@ def concatenate_corpora(names, folder: str | os.PathLike, splits=("train", "vali
     header), and ``_about.txt`` names the parts and their counts. Returns the folder.
     """
     if "test" in splits:
-        raise ValueError("concatenate_corpora writes train and valid splits only: score "
+        raise InputError("concatenate_corpora writes train and valid splits only: score "
                          "each corpus on its own test split")
     if len(names) < 2:
-        raise ValueError(f"concatenate_corpora needs two corpora or more, got {list(names)}")
+        raise InputError(f"concatenate_corpora needs two corpora or more, got {list(names)}")
     folder = Path(folder).expanduser()
     folder.mkdir(parents=True, exist_ok=True)
     about = [f"The {', '.join(splits)} splits of {' + '.join(map(str, names))}, one after "
@@ -266,12 +267,12 @@ def wmt14_dataset(split: str):
     try:
         import datasets
     except ImportError:
-        raise ImportError("--corpus wmt14 needs the Hugging Face datasets package: `pip "
+        raise MissingPackage("--corpus wmt14 needs the Hugging Face datasets package: `pip "
                           "install datasets` (or pip install 'transformer[wmt]')") from None
     split = _SPLIT_ALIASES.get(split, split)
     hf_split = _WMT14_SPLITS.get(split)
     if hf_split is None:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        raise InputError(f"split must be one of {SPLITS}, got {split!r}")
     local = os.environ.get(WMT14_ENV)
     if not local:
         return datasets.load_dataset("wmt14", "de-en", split=hf_split)
@@ -283,7 +284,7 @@ def wmt14_dataset(split: str):
         return datasets.load_dataset(str(folder), "de-en", split=hf_split)
     saved = datasets.load_from_disk(str(folder))
     if hf_split not in saved:
-        raise ValueError(f"${WMT14_ENV}={local}: the saved dataset has splits "
+        raise InputError(f"${WMT14_ENV}={local}: the saved dataset has splits "
                          f"{sorted(saved)}, not {hf_split!r}")
     return saved[hf_split]
 
@@ -293,7 +294,7 @@ def _wmt14_pair(row, where: str) -> tuple[str, str]:
     try:
         return row["en"].strip(), row["de"].strip()
     except (KeyError, TypeError, AttributeError):
-        raise ValueError(f"{where}: a row of the 'translation' column is {row!r}, not a dict "
+        raise InputError(f"{where}: a row of the 'translation' column is {row!r}, not a dict "
                          f"of 'en' and 'de' sentences") from None
 
 
@@ -367,10 +368,10 @@ class CorpusStream(PairStream):
         self.name, self.root, self.batch_rows = name, root, batch_rows
         self.split = _SPLIT_ALIASES.get(split, split)
         if self.split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+            raise InputError(f"split must be one of {SPLITS}, got {split!r}")
         self.parts = None if str(name) == "wmt14" else mixture_parts(name, root)
         if self.parts is not None and self.split not in ("train", "valid"):
-            raise ValueError(f"corpus {str(name)!r} is a mixture: it has train and valid "
+            raise InputError(f"corpus {str(name)!r} is a mixture: it has train and valid "
                              f"splits only; score each part on its own test split (e.g. "
                              f"--corpus {self.parts[0][0]})")
 

@@ -54,6 +54,7 @@ import torch
 from .batching import pack, pad
 from .fast.kv_cache import KVCache
 from .validation import check_tokens
+from .errors import InputError
 
 __all__ = ["greedy_decode", "beam_search", "translate", "translations", "length_penalty",
            "check_search", "sequence_scores", "build_source_batch"]
@@ -109,12 +110,12 @@ def check_search(beam_size=None, alpha=None, max_extra=None) -> None:
     ``ValueError`` naming the setting and the value; the decoders, :func:`translate` and
     the command line's options all call it."""
     if beam_size is not None and not (_is_int(beam_size) and beam_size >= 1):
-        raise ValueError(f"beam_size must be a positive integer, got {beam_size!r}")
+        raise InputError(f"beam_size must be a positive integer, got {beam_size!r}")
     if alpha is not None and not (isinstance(alpha, (int, float)) and not isinstance(alpha, bool)
                                   and math.isfinite(alpha) and alpha >= 0):
-        raise ValueError(f"alpha (length penalty) must be a finite number >= 0, got {alpha!r}")
+        raise InputError(f"alpha (length penalty) must be a finite number >= 0, got {alpha!r}")
     if max_extra is not None and not (_is_int(max_extra) and max_extra >= 0):
-        raise ValueError(f"max_extra must be a non-negative integer, got {max_extra!r}")
+        raise InputError(f"max_extra must be a non-negative integer, got {max_extra!r}")
 
 
 def _max_lengths(model, src: torch.Tensor, max_extra: int) -> torch.Tensor:
@@ -329,9 +330,9 @@ def _check_translate_args(sentences, beam_size, alpha, batch_size, max_tokens, m
             raise TypeError(f"sentences[{i}] must be a str, got {type(s).__name__}")
     check_search(beam_size, alpha, max_extra)
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
     if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
-        raise ValueError(f"max_tokens must be a positive integer or None, got {max_tokens!r}")
+        raise InputError(f"max_tokens must be a positive integer or None, got {max_tokens!r}")
     return sentences
 
 

@@ -10,6 +10,8 @@ from typing import Sequence
 
 from sacrebleu.metrics import BLEU, CHRF
 
+from .errors import InputError
+
 __all__ = ["score", "format_score"]
 
 
@@ -33,10 +35,10 @@ def score(hypotheses: Sequence[str], references: Sequence[str]) -> dict:
     hypotheses = _check("hypotheses", hypotheses)
     references = _check("references", references)
     if len(hypotheses) != len(references):
-        raise ValueError(f"got {len(hypotheses)} hypotheses but {len(references)} references; "
+        raise InputError(f"got {len(hypotheses)} hypotheses but {len(references)} references; "
                          f"they must pair up one to one")
     if not hypotheses:
-        raise ValueError("cannot score an empty corpus (0 hypotheses, 0 references)")
+        raise InputError("cannot score an empty corpus (0 hypotheses, 0 references)")
     bleu, chrf = BLEU(), CHRF()
     b = bleu.corpus_score(hypotheses, [references])
     c = chrf.corpus_score(hypotheses, [references])

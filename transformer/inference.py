@@ -16,6 +16,7 @@ from .checkpoint import CheckpointError, check_vocabulary, load_checkpoint
 from .config import ModelConfig
 from .fast import FastTransformer
 from .tokenizer import Tokenizer
+from .errors import InputError
 
 
 def resolve_device(name: str | torch.device = "auto") -> torch.device:
@@ -32,13 +33,13 @@ def resolve_device(name: str | torch.device = "auto") -> torch.device:
         try:
             device = torch.device(name)
         except (RuntimeError, ValueError):
-            raise ValueError(f"unknown device {name!r}: use auto, cpu, cuda or cuda:N") from None
+            raise InputError(f"unknown device {name!r}: use auto, cpu, cuda or cuda:N") from None
     if device.type == "cuda":
         if not torch.cuda.is_available():
-            raise ValueError(f"device {str(name)!r}: CUDA is not available on this machine "
+            raise InputError(f"device {str(name)!r}: CUDA is not available on this machine "
                              f"(torch {torch.__version__}); use --device cpu")
         if device.index is not None and device.index >= torch.cuda.device_count():
-            raise ValueError(f"device {str(name)!r}: this machine has "
+            raise InputError(f"device {str(name)!r}: this machine has "
                              f"{torch.cuda.device_count()} CUDA device(s)")
     return device
 

@@ -20,6 +20,7 @@ from typing import Iterable, Sequence
 import sentencepiece as spm
 
 from .config import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from .errors import InputError
 
 
 class Tokenizer:
@@ -32,7 +33,7 @@ class Tokenizer:
         found = {"pad": processor.pad_id(), "bos": processor.bos_id(),
                  "eos": processor.eos_id(), "unk": processor.unk_id()}
         if found != expected:
-            raise ValueError(f"tokenizer {path or ''} has special ids {found}; this project "
+            raise InputError(f"tokenizer {path or ''} has special ids {found}; this project "
                              f"needs {expected} (see transformer/config.py)")
         self._specials = {PAD_ID, BOS_ID, EOS_ID}
 
@@ -78,7 +79,7 @@ class Tokenizer:
         try:
             processor.load(str(path))
         except (OSError, RuntimeError) as e:
-            raise ValueError(f"{path} is not a valid SentencePiece model: {e}") from None
+            raise InputError(f"{path} is not a valid SentencePiece model: {e}") from None
         return cls(processor, path)
 
     def serialized(self) -> bytes:
@@ -91,7 +92,7 @@ class Tokenizer:
         try:
             processor = spm.SentencePieceProcessor(model_proto=bytes(model))
         except (OSError, RuntimeError) as e:
-            raise ValueError(f"bytes are not a valid SentencePiece model: {e}") from None
+            raise InputError(f"bytes are not a valid SentencePiece model: {e}") from None
         return cls(processor)
 
     # ------------------------------------------------------------------ properties

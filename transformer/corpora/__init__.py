@@ -44,6 +44,8 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import InputError
+
 SHIPPED = Path(__file__).resolve().parent
 FILES = tuple(f"{split}.{side}.gz" for split in ("train", "valid", "test") for side in ("src", "tgt"))
 
@@ -121,7 +123,7 @@ def data_dir(path: str | os.PathLike | None = None) -> Path:
 def corpus(name: str) -> Corpus:
     """The corpus called ``name``; ValueError lists the known ones."""
     if name not in CORPORA:
-        raise ValueError(f"unknown corpus {name!r}: the project fetches "
+        raise InputError(f"unknown corpus {name!r}: the project fetches "
                          f"{', '.join(sorted(CORPORA))}")
     return CORPORA[name]
 
@@ -134,9 +136,9 @@ def normalised_text(data: bytes, where: str) -> bytes:
     try:
         text = gzip.decompress(data).decode("utf-8")
     except (OSError, EOFError, zlib.error) as e:
-        raise ValueError(f"{where} is not a complete gzip file ({e}; not kept)") from None
+        raise InputError(f"{where} is not a complete gzip file ({e}; not kept)") from None
     except UnicodeDecodeError as e:
-        raise ValueError(f"{where} is not UTF-8 text ({e.reason} at byte {e.start}; "
+        raise InputError(f"{where} is not UTF-8 text ({e.reason} at byte {e.start}; "
                          f"not kept)") from None
     text = text.removeprefix("\ufeff")
     return "".join(" ".join(line.split()) + "\n" for line in text.splitlines()).encode()
@@ -217,7 +219,7 @@ def fetch(name: str, root: str | os.PathLike | None = None, url: str | None = No
     if folder.exists():
         wrong = verify(name, folder)
         if wrong:
-            raise ValueError(f"{folder} exists but is not the project's {name}: "
+            raise InputError(f"{folder} exists but is not the project's {name}: "
                              f"{', '.join(wrong)} missing or different; move the folder "
                              f"away and fetch again")
         return folder
@@ -238,7 +240,7 @@ def fetch(name: str, root: str | os.PathLike | None = None, url: str | None = No
                 text = normalised_text(data, where)
                 digest = hashlib.sha256(text).hexdigest()
                 if digest != expected:
-                    raise ValueError(f"{where} is not {name}'s {filename}: the SHA-256 of "
+                    raise InputError(f"{where} is not {name}'s {filename}: the SHA-256 of "
                                      f"its text is {digest}, not {expected} (a damaged or "
                                      f"different file; not kept)")
                 if gzip.decompress(data) != text:        # store the normalised text

@@ -34,6 +34,7 @@ from ..config import ModelConfig
 from .provenance import git_commit
 from .provenance import provenance as machine_provenance
 from ..training.config import LossDiverged, TrainConfig, TrainingError
+from ..errors import InputError
 
 PAPER_SOURCE = ("Vaswani et al. 2017, Table 3: newstest2013 (dev), per-wordpiece perplexity, "
                 "BLEU with beam 4 and no checkpoint averaging, params x 10^6")
@@ -149,7 +150,7 @@ BUDGETS = {"cpu": Budget(400, "TABLE_TRAIN"), "gpu": Budget(4000, "GPU_TRAIN"),
 def budget_train(budget: str) -> dict:
     """The shared TrainConfig settings of the budget named ``budget``."""
     if budget not in BUDGETS:
-        raise ValueError(f"unknown budget {budget!r}; choose one of {', '.join(BUDGETS)}")
+        raise InputError(f"unknown budget {budget!r}; choose one of {', '.join(BUDGETS)}")
     return dict(globals()[BUDGETS[budget].train])
 
 
@@ -158,7 +159,7 @@ def select_rows(spec: str) -> list[Row]:
     or ``all``; the base row is always included first (every row is read against it)."""
     names = [part.strip() for part in spec.split(",") if part.strip()]
     if not names:
-        raise ValueError("--rows is empty: name rows (e.g. A-h1) or groups "
+        raise InputError("--rows is empty: name rows (e.g. A-h1) or groups "
                          f"({', '.join(GROUPS)}), or all")
     chosen = []
     for name in names:
@@ -169,7 +170,7 @@ def select_rows(spec: str) -> list[Row]:
         elif name in ROW_BY_NAME:
             chosen.append(ROW_BY_NAME[name])
         else:
-            raise ValueError(f"--rows: unknown row or group {name!r}; rows: "
+            raise InputError(f"--rows: unknown row or group {name!r}; rows: "
                              f"{', '.join(ROW_BY_NAME)}; groups: {', '.join(GROUPS)}")
     names = dict.fromkeys(row.name for row in [ROW_BY_NAME["base"], *chosen])
     return [ROW_BY_NAME[name] for name in names]
@@ -312,7 +313,7 @@ def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int | Non
     started = time.monotonic()
     budget_train(budget)                                   # a known budget
     if base_seeds < 1 or jobs < 1:
-        raise ValueError(f"base_seeds and jobs must be >= 1, got {base_seeds} and {jobs}")
+        raise InputError(f"base_seeds and jobs must be >= 1, got {base_seeds} and {jobs}")
     updates = updates or BUDGETS[budget].updates
     out = Path(out_dir)
     results = ResultsFile(out / "results.json")

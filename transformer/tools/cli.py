@@ -1,11 +1,18 @@
 """Command line: ``python -m transformer fetch | train | prepare | translate | evaluate |
 average | export | ablate | demo``.
 
+Each command is a pair, side by side below: ``add_NAME(sub)`` gives its options and
+``cmd_NAME(args)`` runs it; :data:`COMMANDS` lists them in the order ``--help`` shows.
 The options of ``train`` are generated from the fields of
 :class:`~transformer.training.config.TrainConfig` (name, type, default, help, choices and
 bounds from each field's metadata), and :func:`train_command` writes the command that
-reproduces a configuration. Errors in the user's input or files end the program with one
-line naming the file or option (exit status 2), not a traceback.
+reproduces a configuration.
+
+What goes wrong is told apart (:func:`main`): what the user can fix (a
+:class:`~transformer.errors.UserError`: a bad value, a damaged or foreign file, a missing
+package; or an error of the operating system: a missing or read-only folder, a full disk)
+ends the program with one line naming the file or option (exit status 2); anything else
+is a bug in the package, shown with its traceback and a line asking for a report.
 """
 from __future__ import annotations
 
@@ -15,10 +22,35 @@ import dataclasses
 import errno
 import json
 import shlex
+import signal
 import sys
+import tempfile
 import textwrap
+import threading
 import time
+import traceback
 import typing
+import warnings
+from pathlib import Path
+
+import torch
+
+from ..checkpoint import average_checkpoints, checkpoint_file, save_checkpoint, step_checkpoints
+from ..corpora import CORPORA, fetch
+from ..data import load_corpus
+from ..decoding import check_search, doubt, translate, translations
+from ..errors import ISSUES, InputError, UserError
+from ..evaluate import format_score, score
+from ..inference import load_model, resolve_device
+from ..output import open_output
+from ..training.config import TrainConfig, TrainingError, flag, out_of_bounds
+from ..training.host_memory import exec_with_jemalloc
+from ..training.loop import Trainer
+from ..training.prepared import DEFAULT_SAMPLE, PreparedCorpus, prepare_corpus
+from ..training.recipes import RECIPES, describe, recipe
+from .ablation import BUDGETS, GROUPS, run_table, select_rows
+from .export import export_checkpoint
+from .provenance import provenance, record_text, write_record
 
 DESCRIPTION = """\
 Train, run and score the Transformer of "Attention Is All You Need" (English-German).
@@ -40,6 +72,7 @@ Each command has --help.
 """
 
 
+# -------------------- what the commands share
 class HelpFormatter(argparse.HelpFormatter):
     """Appends ``(default: ...)`` to every option's help unless the help already says
     its default, the option is required, or its default is ``None`` (then the help says
@@ -60,7 +93,6 @@ class _DescribedHelpFormatter(argparse.RawDescriptionHelpFormatter, HelpFormatte
 def _bounded(kind, low=None, high=None):
     """An argparse type: ``kind`` within ``low``..``high`` (the rule of TrainConfig's
     bounds, :func:`~transformer.training.config.out_of_bounds`)."""
-    from ..training.config import out_of_bounds
 
     def parse(text):
         try:
@@ -79,7 +111,6 @@ def _search(kind, setting: str):
     """An argparse type for a search setting (beam_size, alpha, max_extra), checked by
     :func:`transformer.decoding.check_search`, as the Python API checks it."""
     def parse(text):
-        from ..decoding import check_search
         try:
             value = kind(text)
             check_search(**{setting: value})
@@ -103,7 +134,6 @@ def _add_common(p, *names: str, **defaults) -> None:
     """The options the commands share with ``train`` (TrainConfig fields such as corpus,
     direction, data_root, device, threads): one flag, type, choices, bounds and help text
     for each, taken from the field; ``defaults`` replace a field's default."""
-    from ..training.config import TrainConfig, flag
     fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
     for name in names:
         f = fields[name]
@@ -117,6 +147,62 @@ def _add_common(p, *names: str, **defaults) -> None:
         p.add_argument(flag(f), **kw)
 
 
+def _decode_args(p):
+    p.add_argument("checkpoint", help="a checkpoint file (e.g. run/average.pt)")
+    _add_search(p)
+    p.add_argument("--max-extra", type=_search(int, "max_extra"), default=50,
+                   help="output length limit: source length + this")
+    _add_common(p, "device", "threads")
+
+
+def _load(args):
+    """The model and tokenizer of ``args.checkpoint`` on ``--device``."""
+    device = resolve_device(args.device)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    return load_model(args.checkpoint, device)
+
+
+class Interrupted(Exception):
+    """Ctrl-C: the message says what was kept (exit status 130, no traceback)."""
+
+
+def _describe(exc: OSError) -> str:
+    """One line for an error of the operating system, naming the file."""
+    if exc.strerror is None:                    # raised by this package with its own words
+        return str(exc)
+    if exc.errno == errno.ENOSPC:
+        return "no space left on device" + (f" writing {exc.filename}" if exc.filename else "")
+    return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+
+
+
+# -------------------- fetch
+def add_fetch(sub):
+    p = sub.add_parser("fetch", help="put corpora into the data dir (first use does it too)",
+                       formatter_class=HelpFormatter,
+                       description="Fetch each corpus into the data dir, checking every "
+                                   "file's SHA-256; a folder already there is checked, "
+                                   "never replaced.")
+    p.add_argument("corpora", nargs="+", choices=sorted(CORPORA), metavar="CORPUS",
+                   help=f"one or more of: {', '.join(sorted(CORPORA))}")
+    _add_common(p, "data_root")
+    p.add_argument("--url", help="a mirror of a downloaded corpus (default: its source, or "
+                                 "$TRANSFORMER_MULTI30K_URL for Multi30k)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="a progress bar on stderr (default: when stderr is a terminal)")
+    p.set_defaults(handler=cmd_fetch)
+
+
+def cmd_fetch(args):
+    """Fetch each corpus named (transformer.corpora), or check the folder it is in."""
+    for name in args.corpora:
+        folder = fetch(name, args.data_root, url=args.url, progress=args.progress)
+        print(f"{name}: {folder}")
+
+
+
+# -------------------- train
 def _override(text: str) -> tuple[str, object]:
     if "=" not in text:
         raise argparse.ArgumentTypeError(f"expected FIELD=VALUE, got {text!r}")
@@ -136,14 +222,11 @@ class _Overrides(argparse.Action):
 
 
 def _train_fields():
-    from ..training.config import TrainConfig
     hints = typing.get_type_hints(TrainConfig)
     return TrainConfig, [(f, hints[f.name]) for f in dataclasses.fields(TrainConfig)]
 
 
-def _add_train(sub):
-    from ..training.config import flag
-    from ..training.recipes import RECIPES, describe
+def add_train(sub):
     TrainConfig, fields = _train_fields()
     defaults = TrainConfig()
     p = sub.add_parser(
@@ -179,12 +262,12 @@ def _add_train(sub):
                 kw["metavar"] = (kind.__name__.upper() if kind in (int, float)
                                  else flag(f)[2:].upper().replace("-", "_"))
         p.add_argument(flag(f), **kw)
+    p.set_defaults(handler=cmd_train)
 
 
 def train_config(args):
     """The TrainConfig of a parsed ``train`` command: ``--recipe``'s (or the defaults) with
     the options given."""
-    from ..training.recipes import recipe
     TrainConfig, fields = _train_fields()
     given = {f.name: getattr(args, f.name) for f, _ in fields if hasattr(args, f.name)}
     return recipe(args.recipe, **given) if args.recipe else TrainConfig(**given)
@@ -194,8 +277,6 @@ def train_command(cfg, out: str | None = None, recipe: str | None = None) -> lis
     """The ``python -m transformer train`` arguments that reproduce TrainConfig ``cfg``
     (``--out`` is ``out`` when given): ``--recipe recipe`` and the fields that differ from
     it, or without ``recipe`` the fields that differ from the defaults."""
-    from ..training.config import flag
-    from ..training.recipes import RECIPES
     TrainConfig, fields = _train_fields()
     base = RECIPES[recipe] if recipe else TrainConfig()
     args = ["python", "-m", "transformer", "train"] + (["--recipe", recipe] if recipe else [])
@@ -217,8 +298,6 @@ def train_command(cfg, out: str | None = None, recipe: str | None = None) -> lis
 
 def cmd_train(args):
     """``train``: build the TrainConfig from the options, train (or resume), print the result."""
-    from ..training.config import TrainingError
-    from ..training.loop import Trainer
     cfg = train_config(args)
     trainer = Trainer.from_config(cfg)
     if trainer.dist.main:
@@ -243,7 +322,6 @@ def cmd_train(args):
                                 f"{trainer.last_checkpoint_text()}") from None
         raise
     if trainer.dist.main:
-        from .provenance import provenance, write_record
         write_record(trainer.run.summary_file, {
             "provenance": provenance(shlex.join(["python", "-m", "transformer", *args.argv]),
                                      trainer.device),
@@ -253,10 +331,9 @@ def cmd_train(args):
         print(json.dumps(result))
 
 
-def _add_prepare(sub):
-    from ..training.config import TrainConfig
-    from ..training.prepared import DEFAULT_SAMPLE
-    from ..training.recipes import RECIPES
+
+# -------------------- prepare
+def add_prepare(sub):
     meta = {f.name: f.metadata["help"] for f in dataclasses.fields(TrainConfig)}
     p = sub.add_parser(
         "prepare", help="prepare a large corpus once: BPE on a sample, token ids on disk "
@@ -286,13 +363,11 @@ def _add_prepare(sub):
     p.add_argument("--workers", type=_bounded(int, 0), default=0,
                    help="processes that encode (0: one per CPU, at most 8)")
     _add_common(p, "data_root")
+    p.set_defaults(handler=cmd_prepare)
 
 
 def cmd_prepare(args):
     """``prepare``: a corpus into memory-mapped token ids (transformer.training.prepared)."""
-    from ..training.config import TrainConfig
-    from ..training.prepared import PreparedCorpus, prepare_corpus
-    from ..training.recipes import recipe
     given = {k: v for k, v in (("corpus", args.corpus), ("vocab_size", args.vocab_size),
                                ("seed", args.seed), ("data_root", args.data_root))
              if v is not None}
@@ -308,40 +383,34 @@ def cmd_prepare(args):
           f"{store.vocab_size} ...")
 
 
-def _decode_args(p):
-    p.add_argument("checkpoint", help="a checkpoint file (e.g. run/average.pt)")
-    _add_search(p)
-    p.add_argument("--max-extra", type=_search(int, "max_extra"), default=50,
-                   help="output length limit: source length + this")
-    _add_common(p, "device", "threads")
 
-
-def _load(args):
-    import torch
-    from ..inference import load_model, resolve_device
-    device = resolve_device(args.device)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    return load_model(args.checkpoint, device)
+# -------------------- translate
+def add_translate(sub):
+    p = sub.add_parser("translate", help="translate stdin or a file, one sentence per line",
+                       formatter_class=HelpFormatter)
+    _decode_args(p)
+    p.add_argument("--input", help="input file, UTF-8, one sentence per line (default: stdin)")
+    p.add_argument("--output", help="output file (default: stdout)")
+    p.set_defaults(handler=cmd_translate)
 
 
 def read_sentences(path: str | None) -> list[str]:
     """The lines of ``path`` (stdin when ``None``), one sentence each; bytes that are not
-    UTF-8 raise ``ValueError`` naming the file (or ``<stdin>``) and the line."""
+    UTF-8 raise :class:`~transformer.errors.InputError` naming the file (or ``<stdin>``) and the line."""
     name = path or "<stdin>"
     try:
         source = open(path, "rb") if path else contextlib.nullcontext(sys.stdin.buffer)
     except FileNotFoundError:
         raise FileNotFoundError(f"input file not found: {path}") from None
     except IsADirectoryError:
-        raise ValueError(f"--input {path} is a folder, not a file") from None
+        raise InputError(f"--input {path} is a folder, not a file") from None
     lines = []
     with source as f:
         for number, raw in enumerate(f, start=1):
             try:
                 lines.append(raw.decode("utf-8").rstrip("\r\n"))
             except UnicodeDecodeError as e:
-                raise ValueError(f"{name}: line {number} is not valid UTF-8 ({e.reason} at "
+                raise InputError(f"{name}: line {number} is not valid UTF-8 ({e.reason} at "
                                  f"byte {e.start})") from None
     return lines
 
@@ -359,14 +428,11 @@ class _CtrlCBetweenLines:
         self.previous = None
 
     def install(self) -> None:
-        import signal
-        import threading
         if threading.current_thread() is threading.main_thread() and \
                 signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             self.previous = signal.signal(signal.SIGINT, self._on_sigint)
 
     def restore(self) -> None:
-        import signal
         previous, self.previous = self.previous, None
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
@@ -396,8 +462,6 @@ def cmd_translate(args):
     An ``--output`` file is written beside its name and renamed into place when complete
     (:mod:`transformer.output`); on Ctrl-C the finished lines are put in place and the
     message says how many."""
-    from ..decoding import doubt, translations
-    from ..output import open_output
     model, tokenizer = _load(args)
     ctrl_c, sink, lines, written = _CtrlCBetweenLines(), None, None, 0
     try:
@@ -429,12 +493,25 @@ def cmd_translate(args):
         ctrl_c.restore()
 
 
+
+# -------------------- evaluate
+def add_evaluate(sub):
+    p = sub.add_parser("evaluate", help="sacrebleu BLEU and chrF on a corpus split",
+                       formatter_class=HelpFormatter)
+    _decode_args(p)
+    _add_common(p, "corpus", "direction", "data_root")
+    p.add_argument("--split", default="test", help="train, valid or test")
+    p.add_argument("--limit", type=_bounded(int, 0), default=0,
+                   help="score the first N sentences only (0: all)")
+    p.add_argument("--hypotheses", help="write the translations to this file "
+                                        "(default: not written)")
+    p.add_argument("--json", help="write the scores, the settings and their provenance "
+                                  "to this JSON file (default: not written)")
+    p.set_defaults(handler=cmd_evaluate)
+
+
 def cmd_evaluate(args):
     """``evaluate``: translate a corpus split and score it with sacrebleu BLEU and chrF."""
-    from ..data import load_corpus
-    from ..decoding import translate
-    from ..evaluate import format_score, score
-    from ..output import open_output
     corpus = load_corpus(args.corpus, args.split, args.direction, args.data_root)
     model, tokenizer = _load(args)
     src, ref = corpus.src[:args.limit or None], corpus.tgt[:args.limit or None]
@@ -453,7 +530,6 @@ def cmd_evaluate(args):
         print(f"{len(src)} sentences of {args.corpus}/{args.split} ({args.direction}), beam "
               f"{args.beam}, alpha {args.alpha}, {seconds:.1f} s", flush=True)
         if record is not None:
-            from .provenance import provenance, record_text
             record.write(record_text({
                 "provenance": provenance(shlex.join(["python", "-m", "transformer",
                                                      *args.argv]),
@@ -464,12 +540,20 @@ def cmd_evaluate(args):
                 **{k: v for k, v in result.items() if k != "n"}}))
 
 
+
+# -------------------- average
+def add_average(sub):
+    p = sub.add_parser("average", help="average checkpoints (section 6.1)",
+                       formatter_class=HelpFormatter)
+    p.add_argument("checkpoints", nargs="+", help="checkpoint files, or one checkpoints folder")
+    p.add_argument("--last", type=_bounded(int, 0), default=0,
+                   help="only the last N (0: all)")
+    p.add_argument("--out", required=True, help="the averaged checkpoint to write (required)")
+    p.set_defaults(handler=cmd_average)
+
+
 def cmd_average(args):
     """``average``: the element-wise mean of checkpoints (section 6.1) into ``--out``."""
-    from pathlib import Path
-    from ..checkpoint import (average_checkpoints, checkpoint_file, save_checkpoint,
-                              step_checkpoints)
-    from ..output import open_output
     paths = list(args.checkpoints)
     if len(paths) == 1 and Path(paths[0]).is_dir():
         paths = step_checkpoints(paths[0])
@@ -482,107 +566,9 @@ def cmd_average(args):
     print(f"averaged {len(paths)} checkpoint{'s' if len(paths) > 1 else ''} into {args.out}")
 
 
-def cmd_export(args):
-    """``export``: ONNX graphs, tokenizer and manifest of a checkpoint (for the browser)."""
-    from .export import export_checkpoint
-    manifest = export_checkpoint(args.checkpoint, args.out, opset=args.opset,
-                                 weights=args.weights)
-    sizes = ", ".join(f"{name} {entry['bytes'] / 2**20:.1f} MiB"
-                      for name, entry in manifest["files"].items())
-    print(f"exported {args.checkpoint} into {args.out} ({args.weights} weights): {sizes}; "
-          f"checked against torch (onnxruntime, within 1e-4)")
 
-
-def cmd_ablate(args):
-    """``ablate``: Table 3's rows at CPU scale, one results file (transformer.tools.ablation)."""
-    import shlex
-    from .ablation import run_table, select_rows
-    rows = select_rows(args.rows)
-    settings = {k: v for k, v in (("threads", args.threads), ("corpus", args.corpus),
-                                  ("data_root", args.data_root), ("device", args.device))
-                if v is not None}
-    command = shlex.join(["python", "-m", "transformer", *args.argv])
-    data = run_table(rows, args.out, updates=args.updates, seed=args.seed, command=command,
-                     beam=args.beam, alpha=args.alpha, bleu_sentences=args.bleu_sentences,
-                     budget=args.budget, base_seeds=args.base_seeds, jobs=args.jobs,
-                     time_budget_s=args.time_budget_min * 60, **settings)
-    missing = [f"{row.name}" for row in rows
-               if not any(r["row"] == row.name for r in data["rows"])]
-    print(f"{len(data['rows'])} results in {args.out}/results.json"
-          + (f"; not yet run: {', '.join(missing)}" if missing else ""))
-
-
-def cmd_fetch(args):
-    """Fetch each corpus named (transformer.corpora), or check the folder it is in."""
-    from ..corpora import fetch
-    for name in args.corpora:
-        folder = fetch(name, args.data_root, url=args.url, progress=args.progress)
-        print(f"{name}: {folder}")
-
-
-def cmd_demo(args):
-    """A few training steps of a tiny model on real data: shapes and falling losses."""
-    import tempfile
-    import torch
-    from ..training.loop import Trainer
-    from ..training.recipes import recipe
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    with tempfile.TemporaryDirectory() as out:
-        cfg = recipe("quick", out_dir=out, max_updates=args.steps, log_every=5,
-                     save_every=10**9)
-        trainer = Trainer.from_config(cfg)
-        batch = next(iter(trainer.train_iter))
-        print(f"batch: src {tuple(batch.src.shape)}, tgt_in {tuple(batch.tgt_in.shape)}, "
-              f"logits {tuple(trainer.model(batch.src, batch.tgt_in).shape)}")
-        result = trainer.fit()
-        for line in open(f"{out}/metrics.jsonl"):
-            print(line.strip())
-        print(json.dumps(result))
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The parser of ``python -m transformer`` with its subcommands."""
-    parser = argparse.ArgumentParser(prog="python -m transformer", description=DESCRIPTION,
-                                     formatter_class=_DescribedHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    from ..corpora import CORPORA
-    p = sub.add_parser("fetch", help="put corpora into the data dir (first use does it too)",
-                       formatter_class=HelpFormatter,
-                       description="Fetch each corpus into the data dir, checking every "
-                                   "file's SHA-256; a folder already there is checked, "
-                                   "never replaced.")
-    p.add_argument("corpora", nargs="+", choices=sorted(CORPORA), metavar="CORPUS",
-                   help=f"one or more of: {', '.join(sorted(CORPORA))}")
-    _add_common(p, "data_root")
-    p.add_argument("--url", help="a mirror of a downloaded corpus (default: its source, or "
-                                 "$TRANSFORMER_MULTI30K_URL for Multi30k)")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="a progress bar on stderr (default: when stderr is a terminal)")
-    _add_train(sub)
-    _add_prepare(sub)
-    p = sub.add_parser("translate", help="translate stdin or a file, one sentence per line",
-                       formatter_class=HelpFormatter)
-    _decode_args(p)
-    p.add_argument("--input", help="input file, UTF-8, one sentence per line (default: stdin)")
-    p.add_argument("--output", help="output file (default: stdout)")
-    p = sub.add_parser("evaluate", help="sacrebleu BLEU and chrF on a corpus split",
-                       formatter_class=HelpFormatter)
-    _decode_args(p)
-    _add_common(p, "corpus", "direction", "data_root")
-    p.add_argument("--split", default="test", help="train, valid or test")
-    p.add_argument("--limit", type=_bounded(int, 0), default=0,
-                   help="score the first N sentences only (0: all)")
-    p.add_argument("--hypotheses", help="write the translations to this file "
-                                        "(default: not written)")
-    p.add_argument("--json", help="write the scores, the settings and their provenance "
-                                  "to this JSON file (default: not written)")
-    p = sub.add_parser("average", help="average checkpoints (section 6.1)",
-                       formatter_class=HelpFormatter)
-    p.add_argument("checkpoints", nargs="+", help="checkpoint files, or one checkpoints folder")
-    p.add_argument("--last", type=_bounded(int, 0), default=0,
-                   help="only the last N (0: all)")
-    p.add_argument("--out", required=True, help="the averaged checkpoint to write (required)")
+# -------------------- export
+def add_export(sub):
     p = sub.add_parser("export", help="ONNX graphs + tokenizer + manifest, for the browser",
                        formatter_class=HelpFormatter)
     p.add_argument("checkpoint", help="a checkpoint file (e.g. run/average.pt)")
@@ -591,7 +577,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weights", choices=["fp32", "fp16", "int8"], default="fp32",
                    help="how weights.bin stores the weight matrices (int8: one scale a row; "
                    "the graphs restore fp32 when loaded)")
-    from .ablation import GROUPS
+    p.set_defaults(handler=cmd_export)
+
+
+def cmd_export(args):
+    """``export``: ONNX graphs, tokenizer and manifest of a checkpoint (for the browser)."""
+    manifest = export_checkpoint(args.checkpoint, args.out, opset=args.opset,
+                                 weights=args.weights)
+    sizes = ", ".join(f"{name} {entry['bytes'] / 2**20:.1f} MiB"
+                      for name, entry in manifest["files"].items())
+    print(f"exported {args.checkpoint} into {args.out} ({args.weights} weights): {sizes}; "
+          f"checked against torch (onnxruntime, within 1e-4)")
+
+
+
+# -------------------- ablate
+def add_ablate(sub):
     p = sub.add_parser("ablate", help="Table 3 (section 6.2) at CPU or GPU scale: one row "
                        "per changed setting", formatter_class=HelpFormatter,
                        description="Train the rows of transformer.tools.ablation.ROWS with one "
@@ -602,7 +603,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rows", default="all",
                    help=f"row names (e.g. A-h1,C-N2) or groups ({', '.join(GROUPS)}), comma-"
                         f"separated; the base row always runs")
-    from .ablation import BUDGETS
     p.add_argument("--budget", default="cpu", choices=list(BUDGETS),
                    help="the shared settings: cpu (chapter 11's table, 400 updates of 2,048 "
                         "tokens), gpu (4,000 updates of 8,000 tokens), smoke (a rehearsal on "
@@ -626,32 +626,74 @@ def build_parser() -> argparse.ArgumentParser:
     _add_search(p, beam_help="beam size of dev BLEU")
     p.add_argument("--bleu-sentences", type=_bounded(int, 0), default=0,
                    help="dev BLEU on the first N valid sentences (0: all)")
+    p.set_defaults(handler=cmd_ablate)
+
+
+def cmd_ablate(args):
+    """``ablate``: Table 3's rows at CPU scale, one results file (transformer.tools.ablation)."""
+    rows = select_rows(args.rows)
+    settings = {k: v for k, v in (("threads", args.threads), ("corpus", args.corpus),
+                                  ("data_root", args.data_root), ("device", args.device))
+                if v is not None}
+    command = shlex.join(["python", "-m", "transformer", *args.argv])
+    data = run_table(rows, args.out, updates=args.updates, seed=args.seed, command=command,
+                     beam=args.beam, alpha=args.alpha, bleu_sentences=args.bleu_sentences,
+                     budget=args.budget, base_seeds=args.base_seeds, jobs=args.jobs,
+                     time_budget_s=args.time_budget_min * 60, **settings)
+    missing = [f"{row.name}" for row in rows
+               if not any(r["row"] == row.name for r in data["rows"])]
+    print(f"{len(data['rows'])} results in {args.out}/results.json"
+          + (f"; not yet run: {', '.join(missing)}" if missing else ""))
+
+
+
+# -------------------- demo
+def add_demo(sub):
     p = sub.add_parser("demo", help="train a tiny model a few steps on Multi30k",
                        formatter_class=HelpFormatter)
     p.add_argument("--steps", type=_bounded(int, 1), default=30, help="updates to train")
     _add_common(p, "threads", threads=2)
+    p.set_defaults(handler=cmd_demo)
+
+
+def cmd_demo(args):
+    """A few training steps of a tiny model on real data: shapes and falling losses."""
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory() as out:
+        cfg = recipe("quick", out_dir=out, max_updates=args.steps, log_every=5,
+                     save_every=10**9)
+        trainer = Trainer.from_config(cfg)
+        batch = next(iter(trainer.train_iter))
+        print(f"batch: src {tuple(batch.src.shape)}, tgt_in {tuple(batch.tgt_in.shape)}, "
+              f"logits {tuple(trainer.model(batch.src, batch.tgt_in).shape)}")
+        result = trainer.fit()
+        for line in open(f"{out}/metrics.jsonl"):
+            print(line.strip())
+        print(json.dumps(result))
+
+
+
+# -------------------- the program
+COMMANDS = (add_fetch, add_train, add_prepare, add_translate, add_evaluate, add_average,
+            add_export, add_ablate, add_demo)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m transformer``: one subcommand per entry of
+    :data:`COMMANDS`, each with its handler as ``args.handler``."""
+    parser = argparse.ArgumentParser(prog="python -m transformer", description=DESCRIPTION,
+                                     formatter_class=_DescribedHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in COMMANDS:
+        add(sub)
     return parser
-
-
-class Interrupted(Exception):
-    """Ctrl-C: the message says what was kept (exit status 130, no traceback)."""
-
-
-def _describe(exc: OSError) -> str:
-    """One line for an error of the operating system, naming the file."""
-    if exc.strerror is None:                    # raised by this package with its own words
-        return str(exc)
-    if exc.errno == errno.ENOSPC:
-        return "no space left on device" + (f" writing {exc.filename}" if exc.filename else "")
-    return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
 
 
 def run(argv=None):
     """``python -m transformer`` and the ``transformer`` console script, one entry point:
     the command line under jemalloc when it is installed (see
     :mod:`transformer.training.host_memory`), warnings as one line each, as the errors are."""
-    import warnings
-    from ..training.host_memory import exec_with_jemalloc
     exec_with_jemalloc()
     warnings.formatwarning = lambda message, *args, **kwargs: f"warning: {message}\n"
     try:
@@ -664,20 +706,16 @@ def run(argv=None):
 def main(argv=None):
     """Run ``python -m transformer`` with ``argv`` (default: ``sys.argv[1:]``).
 
-    Ordinary failures end it with one line on stderr and exit status 2: the user's input
-    or files (a bad value, a damaged checkpoint, a foreign run folder), the operating
-    system's (a read-only or missing folder, a full disk) and a missing optional package;
-    Ctrl-C ends it with a line saying what was kept and status 130."""
+    What the user can fix ends it with one line on stderr and exit status 2: a
+    :class:`~transformer.errors.UserError` (a bad value, a damaged checkpoint, a foreign
+    run folder, a missing optional package) or an error of the operating system (a
+    read-only or missing folder, a full disk). Ctrl-C ends it with a line saying what was
+    kept and status 130. Anything else is a bug in the package: its traceback, then a line
+    asking for a report, and status 1."""
     args = build_parser().parse_args(argv)
-    from ..checkpoint import CheckpointError
-    from ..training.config import TrainingError
-    command = {"fetch": cmd_fetch, "train": cmd_train, "prepare": cmd_prepare, "translate": cmd_translate,
-               "evaluate": cmd_evaluate,
-               "average": cmd_average, "export": cmd_export, "ablate": cmd_ablate,
-               "demo": cmd_demo}[args.command]
     args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        command(args)
+        args.handler(args)
     except Interrupted as exc:
         print(exc, file=sys.stderr)
         raise SystemExit(130) from None
@@ -687,10 +725,15 @@ def main(argv=None):
     except OSError as exc:
         print(f"error: {_describe(exc)}", file=sys.stderr)
         raise SystemExit(2) from None
-    except (CheckpointError, TrainingError, ValueError, ImportError) as exc:
-        # Problems with the user's input or files: one clear line, no traceback.
+    except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    except Exception:
+        traceback.print_exc()
+        print(f"this is a bug in the transformer package, not a mistake of yours: please "
+              f"report it with the command and the lines above at {ISSUES}", file=sys.stderr)
+        raise SystemExit(1) from None
+
 
 
 if __name__ == "__main__":

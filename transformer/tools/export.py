@@ -44,6 +44,7 @@ from ..fast import plain_form, record_attention
 from ..model import Transformer
 from ..output import output_folder
 from ..tokenizer import Tokenizer
+from ..errors import InputError
 
 FORMAT = 1
 WEIGHT_FORMS = ("fp32", "fp16", "int8")
@@ -51,7 +52,7 @@ DECODING = {"beam_size": 4, "alpha": 0.6, "max_extra": 50, "stopping": "count",
             "min_output_tokens": 1}
 
 
-class ExportError(ValueError):
+class ExportError(InputError):
     """The model cannot be exported as asked; the message names the problem."""
 
 
@@ -392,7 +393,7 @@ def compare_forms(model: Transformer, tokenizer: Tokenizer, forms=("int8", "fp16
     from ..decoding import translate
     from ..evaluate import score
     if agreement_sentences < 1 or bleu_sentences < 0:
-        raise ValueError(f"agreement_sentences must be >= 1 and bleu_sentences >= 0 (0: all), "
+        raise InputError(f"agreement_sentences must be >= 1 and bleu_sentences >= 0 (0: all), "
                          f"got {agreement_sentences} and {bleu_sentences}")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(folder or tmp)

@@ -22,11 +22,12 @@ from torch import nn
 from ..attention import MultiHeadAttention, causal_mask
 from ..config import ModelConfig
 from ..layers import DecoderLayer, EncoderLayer
+from ..errors import InputError
 
 
 def _check(cfg: ModelConfig) -> None:
     if cfg.d_k * cfg.n_heads != cfg.d_model or cfg.d_v * cfg.n_heads != cfg.d_model:
-        raise ValueError(f"torch.nn.MultiheadAttention needs d_k = d_v = d_model / h; got "
+        raise InputError(f"torch.nn.MultiheadAttention needs d_k = d_v = d_model / h; got "
                          f"d_model={cfg.d_model}, h={cfg.n_heads}, d_k={cfg.d_k}, d_v={cfg.d_v}")
 
 

@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 
 from ..config import PRESETS, ModelConfig
 from ..data import DIRECTIONS
+from ..errors import InputError, UserError
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 
-class TrainingError(RuntimeError):
+class TrainingError(UserError, RuntimeError):
     """A run cannot start or go on: bad data, a foreign run folder, a diverged loss.
 
     The message names the file or setting at fault; the command line prints it as one
@@ -156,10 +157,10 @@ class TrainConfig:
         for f in dataclasses.fields(self):
             check_value(f, getattr(self, f.name))
         if not isinstance(self.model_overrides, dict):
-            raise ValueError(f"TrainConfig.model_overrides must be a dict, got "
+            raise InputError(f"TrainConfig.model_overrides must be a dict, got "
                              f"{type(self.model_overrides).__name__}")
         if (self.cooldown > 0) != (self.cooldown_end > 0) or self.cooldown_end < self.cooldown:
-            raise ValueError(f"TrainConfig.cooldown (--cooldown) and cooldown_end "
+            raise InputError(f"TrainConfig.cooldown (--cooldown) and cooldown_end "
                              f"(--cooldown-end) go together, with cooldown <= cooldown_end; "
                              f"got {self.cooldown} and {self.cooldown_end}")
         self.model_config(self.vocab_size)          # a bad override fails now, not later
@@ -182,13 +183,13 @@ def check_value(f: dataclasses.Field, value) -> None:
         return
     choices, low, high = (f.metadata.get(k) for k in ("choices", "min", "max"))
     if choices is not None and value not in choices:
-        raise ValueError(f"{where} must be one of {', '.join(choices)}, got {value!r}")
+        raise InputError(f"{where} must be one of {', '.join(choices)}, got {value!r}")
     if low is not None or high is not None:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f"{where} must be a number, got {value!r}")
+            raise InputError(f"{where} must be a number, got {value!r}")
         problem = out_of_bounds(value, low, high)
         if problem:
-            raise ValueError(f"{where} {problem}")
+            raise InputError(f"{where} {problem}")
 
 
 def out_of_bounds(value, low=None, high=None) -> str | None:

@@ -19,6 +19,7 @@ from collections import defaultdict
 import torch
 
 from .adam import paper_adam
+from ..errors import InputError
 
 MUON_SCALE = 0.4
 
@@ -80,7 +81,7 @@ class MuonWithAdam:
         for name, p in model.named_parameters():
             (muon if is_muon_parameter(name, p) else adam).append(p)
         if not muon:
-            raise ValueError("--optimizer muon found no encoder or decoder layer matrices")
+            raise InputError("--optimizer muon found no encoder or decoder layer matrices")
         self.adam = paper_adam(adam)
         self.muon = Muon(muon, scale=scale)
 
@@ -102,6 +103,6 @@ class MuonWithAdam:
 
     def load_state_dict(self, state: dict) -> None:
         if set(state) != {"adam", "muon"}:
-            raise ValueError("this optimizer state is not --optimizer muon's")
+            raise InputError("this optimizer state is not --optimizer muon's")
         self.adam.load_state_dict(state["adam"])
         self.muon.load_state_dict(state["muon"])

@@ -7,6 +7,7 @@ import torch
 
 from .adam import paper_adam
 from .muon import MuonWithAdam
+from ..errors import InputError
 
 OPTIMIZERS = ("adam", "muon")
 
@@ -18,5 +19,5 @@ def make_optimizer(model: torch.nn.Module, name: str = "adam"):
     if name == "muon":
         return MuonWithAdam(model)
     if name != "adam":
-        raise ValueError(f"unknown optimizer {name!r}; choose one of {', '.join(OPTIMIZERS)}")
+        raise InputError(f"unknown optimizer {name!r}; choose one of {', '.join(OPTIMIZERS)}")
     return paper_adam(model.parameters())

@@ -48,6 +48,7 @@ from ..data import CorpusStream, ParallelCorpus, data_dir, mixture_parts, resolv
 from ..output import output_folder
 from ..tokenizer import Tokenizer
 from .vocabulary import train_tokenizer
+from ..errors import InputError
 
 FORMAT, VERSION = "transformer-prepared-corpus", 1
 MANIFEST = "prepared.json"
@@ -209,10 +210,10 @@ def prepare_corpus(cfg, out: str | os.PathLike, sample: int = DEFAULT_SAMPLE,
     settings it is returned as it is; other settings raise ValueError naming them.
     """
     if sample < 1:
-        raise ValueError(f"--sample must be >= 1 pair, got {sample}")
+        raise InputError(f"--sample must be >= 1 pair, got {sample}")
     if mixture_parts(cfg.corpus, cfg.data_root) is None and str(cfg.corpus) != "wmt14" and \
             is_prepared(resolve_corpus(cfg.corpus, cfg.data_root)):
-        raise ValueError(f"--corpus {cfg.corpus} is a prepared corpus already; prepare the "
+        raise InputError(f"--corpus {cfg.corpus} is a prepared corpus already; prepare the "
                          f"corpus it was made from")
     out = Path(out).expanduser()
     settings = _settings(cfg, sample, tokenizer)
@@ -221,12 +222,12 @@ def prepare_corpus(cfg, out: str | os.PathLike, sample: int = DEFAULT_SAMPLE,
         differ = [f"{k}: {theirs.get(k)!r} there, {v!r} here" for k, v in settings.items()
                   if theirs.get(k) != v]
         if differ:
-            raise ValueError(f"{out} holds a corpus prepared with other settings ("
+            raise InputError(f"{out} holds a corpus prepared with other settings ("
                              f"{'; '.join(differ)}): remove it or choose another folder")
         log(f"{out} holds {cfg.corpus} prepared with these settings already")
         return out
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ValueError(f"{out} exists and is not a prepared corpus: choose another folder")
+        raise InputError(f"{out} exists and is not a prepared corpus: choose another folder")
     workers = workers or min(8, os.cpu_count() or 1)
     start = time.perf_counter()
     # a temporary folder beside out, renamed to it when complete; one that a killed run
@@ -259,7 +260,7 @@ def prepare_corpus(cfg, out: str | os.PathLike, sample: int = DEFAULT_SAMPLE,
         finally:
             encoder.close()
         if n is not None and (splits["train"]["pairs"], splits["train"]["sha256"]) != (n, digest):
-            raise ValueError(f"the training split of {cfg.corpus} changed while it was being "
+            raise InputError(f"the training split of {cfg.corpus} changed while it was being "
                              f"prepared ({n:,} pairs, then {splits['train']['pairs']:,})")
         (scratch / "valid.json").write_text(json.dumps(
             {side: [pair[i] for pair in text] for i, side in enumerate(SIDES)},
@@ -311,29 +312,29 @@ class PreparedCorpus:
         try:
             manifest = json.loads(path.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"{path}: not valid JSON ({exc})") from None
+            raise InputError(f"{path}: not valid JSON ({exc})") from None
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or \
                 manifest.get("version") != VERSION:
             found = (manifest.get("format"), manifest.get("version")) \
                 if isinstance(manifest, dict) else type(manifest).__name__
-            raise ValueError(f"{path}: not a {FORMAT} of version {VERSION} (found {found})")
+            raise InputError(f"{path}: not a {FORMAT} of version {VERSION} (found {found})")
         for key in ("settings", "dtype", "vocab_size", "splits"):
             if key not in manifest:
-                raise ValueError(f"{path}: the field {key!r} is missing")
+                raise InputError(f"{path}: the field {key!r} is missing")
         if manifest["dtype"] not in ("uint16", "int32"):
-            raise ValueError(f"{path}: dtype {manifest['dtype']!r} is not uint16 or int32")
+            raise InputError(f"{path}: dtype {manifest['dtype']!r} is not uint16 or int32")
         if not _count(manifest["vocab_size"]) or manifest["vocab_size"] < 5:
-            raise ValueError(f"{path}: vocab_size {manifest['vocab_size']!r} is not a "
+            raise InputError(f"{path}: vocab_size {manifest['vocab_size']!r} is not a "
                              f"vocabulary size (an integer >= 5)")
         if not isinstance(manifest["settings"], dict) or \
                 not isinstance(manifest["splits"], dict):
-            raise ValueError(f"{path}: settings and splits must be JSON objects")
+            raise InputError(f"{path}: settings and splits must be JSON objects")
         for split in PREPARED_SPLITS:
             entry = manifest["splits"].get(split)
             tokens = entry.get("tokens") if isinstance(entry, dict) else None
             if not isinstance(entry, dict) or not _count(entry.get("pairs")) or \
                     not isinstance(tokens, dict) or not all(_count(tokens.get(s)) for s in SIDES):
-                raise ValueError(f"{path}: splits.{split} lacks its pairs or tokens counts "
+                raise InputError(f"{path}: splits.{split} lacks its pairs or tokens counts "
                                  f"(integers >= 0)")
         self.manifest = manifest
         self.dtype = np.dtype(manifest["dtype"])
@@ -353,11 +354,11 @@ class PreparedCorpus:
         if not path.is_file():
             raise FileNotFoundError(f"{path} is missing: the prepared corpus is incomplete")
         if hashlib.sha256(path.read_bytes()).hexdigest() != self.manifest.get("tokenizer_sha256"):
-            raise ValueError(f"{path} is not the vocabulary the ids in {self.folder} were "
+            raise InputError(f"{path} is not the vocabulary the ids in {self.folder} were "
                              f"encoded with (its sha256 differs from {MANIFEST}'s)")
         tokenizer = Tokenizer.load(path)
         if tokenizer.vocab_size != self.vocab_size:
-            raise ValueError(f"{self.folder / MANIFEST}: vocab_size {self.vocab_size} but "
+            raise InputError(f"{self.folder / MANIFEST}: vocab_size {self.vocab_size} but "
                              f"{path} has {tokenizer.vocab_size} pieces")
         return tokenizer
 
@@ -367,7 +368,7 @@ class PreparedCorpus:
             raise FileNotFoundError(f"{path} is missing: the prepared corpus is incomplete")
         size, expected = path.stat().st_size, count * np.dtype(dtype).itemsize
         if size != expected:
-            raise ValueError(f"{path} has {size:,} bytes; {MANIFEST} says {count:,} values "
+            raise InputError(f"{path} has {size:,} bytes; {MANIFEST} says {count:,} values "
                              f"of {np.dtype(dtype).name}, {expected:,} bytes")
         if count == 0:
             return np.zeros(0, dtype=dtype)
@@ -382,17 +383,17 @@ class PreparedCorpus:
         name = f"{split}.{side}.offsets"
         offsets = self._map(name, np.int64, entry["pairs"] + 1)
         if offsets[0] != 0 or offsets[-1] != entry["tokens"][side]:
-            raise ValueError(f"{self.folder / name}: runs from {offsets[0]} to "
+            raise InputError(f"{self.folder / name}: runs from {offsets[0]} to "
                              f"{offsets[-1]}, not from 0 to {entry['tokens'][side]} tokens")
         back = np.flatnonzero(np.diff(offsets) < 0)
         if len(back):
-            raise ValueError(f"{self.folder / name}: sentence {back[0]} ends before it "
+            raise InputError(f"{self.folder / name}: sentence {back[0]} ends before it "
                              f"starts (offsets {offsets[back[0]]} then {offsets[back[0] + 1]})")
         name = f"{split}.{side}.ids"
         ids = self._map(name, self.dtype, entry["tokens"][side])
         if len(ids) and (int(ids.max()) >= self.vocab_size or int(ids.min()) < 0):
             where = int(np.flatnonzero((ids >= self.vocab_size) | (ids < 0))[0])
-            raise ValueError(f"{self.folder / name}: token id {int(ids[where])} of sentence "
+            raise InputError(f"{self.folder / name}: token id {int(ids[where])} of sentence "
                              f"{int(np.searchsorted(offsets, where, side='right')) - 1} is "
                              f"outside the vocabulary (vocab_size {self.vocab_size} in "
                              f"{MANIFEST})")
@@ -418,6 +419,6 @@ class PreparedCorpus:
             raise FileNotFoundError(f"{path} is missing: the prepared corpus is "
                                     f"incomplete") from None
         except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise ValueError(f"{path}: not the valid split's text ({exc})") from None
+            raise InputError(f"{path}: not the valid split's text ({exc})") from None
         corpus = ParallelCorpus(en, de, name=f"{self.folder.name}/valid (en-de)")
         return corpus.swapped() if direction == "de-en" else corpus

@@ -37,6 +37,7 @@ import copy
 import dataclasses
 
 from .config import TrainConfig
+from ..errors import InputError
 
 # The toy model of `quick`: two layers each side, width 64 (ModelConfig overrides).
 TOY_MODEL = dict(d_model=64, d_ff=128, n_heads=4, n_encoder_layers=2, n_decoder_layers=2)
@@ -136,7 +137,7 @@ def recipe(name: str, **overrides) -> TrainConfig:
     ``model_overrides`` in ``overrides`` are added to the recipe's own. An unknown name
     raises ``ValueError`` listing the recipes."""
     if name not in RECIPES:
-        raise ValueError(f"--recipe: unknown recipe {name!r}; choose one of "
+        raise InputError(f"--recipe: unknown recipe {name!r}; choose one of "
                          f"{', '.join(RECIPES)}")
     cfg = copy.deepcopy(RECIPES[name])
     if "model_overrides" in overrides:
