@@ -72,7 +72,7 @@ clean:
 	rm -rf _build .pytest_cache
 
 # The README's CPU result: the recipe `small` (transformer/training/recipes.py: the small
-# preset on Multi30k en->de, 30 minutes on 2 cores), then sacrebleu on the test split with
+# preset on Multi30k en->de, a time budget set in the recipe), then sacrebleu on the test split with
 # beam 4 (and greedy for comparison).
 SMALL_RUN ?= runs/small
 train-small: setup
@@ -108,7 +108,7 @@ gpu-data: setup
 
 # Wheels of what a GPU machine without network lacks to run the chapters (benchmarks/gpu/
 # train.sh step 3): nbclient with a python3 kernel (ipykernel) and plotly, with their
-# requirements, for its python3 (GPU_PYTHON), about 26 MB. GPU_HAS: the requirements its
+# requirements, for its python3 (GPU_PYTHON). GPU_HAS: the requirements its
 # image already has, dropped (a second copy would shadow its own).
 GPU_PYTHON ?= 3.12
 GPU_WHEELS := nbclient nbformat ipykernel plotly

@@ -51,7 +51,7 @@ def write_atomic(path: str | os.PathLike, data) -> Path:
 def save_checkpoint(state: dict, path) -> Path:
     """Write ``state`` to ``path`` with :func:`write_atomic` (``torch.save`` format),
     streamed into the file: no in-memory copy of the checkpoint (which stayed resident
-    after every save, 0.35 GB for the CPU preset; docs/notes/2026-12-benchmarks.md, "Host memory").
+    after every save; docs/notes/2026-12-benchmarks.md, "Host memory").
     ``path`` may be an :class:`~transformer.output.Output` opened earlier (the command
     line opens its outputs before the work)."""
     if isinstance(path, Output):

@@ -92,8 +92,8 @@ class _MaskedScale(torch.autograd.Function):
 
 
 class CheapDropout(nn.Dropout):
-    """``nn.Dropout(p)`` with the 16-bit mask of :func:`drop_mask` on CPU (1.6-4x faster
-    there, docs/notes/2026-12-benchmarks.md), compiled or not; ``F.dropout`` on other devices."""
+    """``nn.Dropout(p)`` with the 16-bit mask of :func:`drop_mask` on CPU (faster there:
+    record ``dropout_speed.json``), compiled or not; ``F.dropout`` on other devices."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or self.p == 0.0:

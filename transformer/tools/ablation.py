@@ -123,9 +123,8 @@ TABLE_TRAIN = dict(preset="small", corpus="multi30k-en-de", max_tokens=2048,
 # 400 less its tail) and a peak rate of 0.7 * 256^-0.5 * 400^-0.5 = 0.0022, the CPU table's
 # 0.0020 that the post-norm base trains at (larger updates only steady it), then eq. (3)'s
 # decay to 0.0007 at update 4,000. Validation every 1,000 updates (loss and greedy BLEU on
-# 200 sentences) shows whether a row has flattened. An H200 runs such a row in about a
-# minute (launches, not arithmetic, bound a 7.6M-parameter model: ~5-8 ms an update,
-# plus the process's start and the scoring); see benchmarks/gpu/table3.sh.
+# 200 sentences) shows whether a row has flattened. On a GPU, kernel launches rather than
+# arithmetic bound a model this small; benchmarks/gpu/table3.sh measures a row's time.
 GPU_TRAIN = dict(TABLE_TRAIN, max_tokens=8000, update_tokens=8000, warmup=400,
                  lr_factor=0.7, eval_every=1000, eval_bleu_sentences=200, log_every=50)
 # A rehearsal of the GPU path on a CPU: a one-layer model of width 32, 3 updates.
@@ -271,8 +270,8 @@ def _row_in_child(name: str, cfg: TrainConfig, spm: str, kwargs: dict) -> dict:
 
 def start_row_apart(row: Row, cfg: TrainConfig, spm: Path, **kwargs):
     """:func:`run_row` in a fresh process, started: returns its pool and its future. Each
-    row starts with the host memory of one run (a table of rows in one process grew past
-    24 GB and was killed), and its peak resident memory is measured on its own
+    row starts with the host memory of one run (a table of rows in one process grew
+    until it was killed), and its peak resident memory is measured on its own
     (``peak_rss_mb``)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor

@@ -12,8 +12,6 @@ Every field of :class:`TrainConfig` carries its metadata:
   things live (``out_dir``, ``data_root``) or how the run is shown (``progress``);
 * optional ``choices``, ``min``, ``max``: checked by :class:`TrainConfig` itself and by the
   command line; ``flag``: the command-line name when it is not the field's name.
-
-Importing this module does not import torch.
 """
 from __future__ import annotations
 

@@ -2,15 +2,14 @@
 
 Training batches change shape every step. glibc's malloc then keeps the freed blocks of
 one step in holes the next step's tensors do not fit, and the resident memory of a CPU
-run grows for thousands of updates: 5.6 GB after 1,000 updates of the CPU preset, where
-the working set is under 2 GB. jemalloc hands unused pages back to the system after a
-few seconds; its ``background_thread:true`` does that in a thread of its own instead of
-inside the training thread's allocations, so memory stays flat at the working set and
-the run keeps glibc's speed within 3% (1,000 updates of the CPU preset: 1.56 GB peak,
-2.2% fewer tokens/s; docs/notes/2026-12-benchmarks.md, "Host memory"). Switching the
-purging off (``dirty_decay_ms:-1``) looked faster over a few hundred updates, but then
-the resident size grows without bound for some models (24 GB after 460 updates of a
-d_model = 128 model): keep pages flowing back.
+run grows for thousands of updates, to several times the working set. jemalloc hands
+unused pages back to the system after a few seconds; its ``background_thread:true`` does
+that in a thread of its own instead of inside the training thread's allocations, so
+memory stays flat at the working set at about glibc's speed (the measurement:
+``book/results/host_memory.json``, written by ``benchmarks/cpu/host_memory.py``).
+Switching the purging off (``dirty_decay_ms:-1``) looked faster over a few hundred
+updates, but then the resident size grew without bound for some models: keep pages
+flowing back.
 
 :func:`exec_with_jemalloc` restarts ``python -m transformer`` under Debian's
 ``libjemalloc2`` (``LD_PRELOAD``) when it is installed; ``TRANSFORMER_MALLOC=system``

@@ -69,8 +69,8 @@ def resolve_precision(precision: str, device: torch.device) -> str:
                 and not cpu_has_native_bf16():
             _warned_slow_bf16 = True
             warnings.warn("--precision bf16 on a CPU without AVX512-BF16 or AMX: bf16 matrix "
-                          "products run on a slow generic path here (an update can take 18x "
-                          "as long as in fp32); --precision auto picks fp32 on this CPU",
+                          "products run on a slow generic path here, many times slower than "
+                          "fp32; --precision auto picks fp32 on this CPU",
                           RuntimeWarning)
         return precision
     if device.type == "cuda":
@@ -84,11 +84,10 @@ def autocast(device: torch.device, precision: str):
     PyTorch's "math" attention kernel.
 
     At sentence lengths the math kernel's forward and backward are faster on a CPU than
-    the fused ("flash") CPU kernel: 2-3x in bf16 (benchmarks/cpu/train_throughput.py); in
-    fp32, at the ``tiny`` preset's shapes, 1.3-3.7x up to 40 keys (the fused kernel wins
-    from 48 or 96 keys on, depending on the allocator), and a whole update of
-    ``make train-tiny`` 1.11-1.23x (benchmarks/cpu/attention_kernel_speed.py,
-    records on the Results page). So it is chosen in every precision.
+    the fused ("flash") CPU kernel, in bf16 and in fp32 (the fused kernel wins only on
+    much longer sentences), and so is a whole update of ``make train-tiny``: records
+    ``train_throughput.json`` and ``attention_kernel.json`` on the Results page. So it is
+    chosen in every precision.
     """
     with contextlib.ExitStack() as stack:
         if precision != "fp32":

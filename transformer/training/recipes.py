@@ -7,29 +7,23 @@ nowhere else: the Makefile's ``train-*`` targets, the README's commands, the boo
 ``runs/<name>``; ``--out`` puts the run elsewhere. How a recipe's model is scored (beam,
 length penalty) belongs to ``evaluate``'s command (the Makefile's targets), not here.
 
-* ``tiny``: the 30-minute CPU recipe (``make train-tiny``; README, "Result on a CPU"): the
-  ``tiny`` preset (Wu et al.'s Transformer-tiny) with dropout 0.2 and Muon, updates of
-  2,048 target tokens, 30 minutes of training on 2 threads, checkpoints every 50 updates
-  and the last 7 averaged; each setting was chosen on the valid split (README).
-* ``small``: the CPU preset for 30 minutes (``make train-small``), for comparison.
-* ``book``: the run chapters 7-9 train and explore and chapter 9 puts in the page: the
-  ``tiny`` preset with Muon and no dropout, on Multi30k's captions (repeated) and
-  Tatoeba's everyday sentences together, for a fixed number of updates that fits a book
-  build on two cores, warm-up 1,000 and a linear cool-down to zero at the end (the run's
-  length is known). A fixed length, not a time limit, so the published model does not
-  depend on how busy the machine was. Chosen on both corpora's valid splits (chapter 7).
-* ``quick``: a toy: a 2+2-layer model of width 64 for 40 updates of 1,024 tokens on a
-  1,000-piece vocabulary (the book under ``BOOK_QUICK=1``, ``python -m transformer demo``
-  and the tests).
+What each recipe is for (its settings are its entry in :data:`RECIPES`, and ``python -m
+transformer train --help`` lists them, :func:`describe`):
+
+* ``tiny``: the best model two CPU cores train in a fixed time (``make train-tiny``).
+* ``small``: the CPU preset in the same time (``make train-small``), for comparison.
+* ``book``: the run chapters 7-9 train and explore and chapter 9 puts in the page, on
+  Multi30k's captions and Tatoeba's everyday sentences together. Its length is a number
+  of updates, not a time, so the published model does not depend on how busy the
+  machine was.
+* ``quick``: a toy trained in seconds (the book under ``BOOK_QUICK=1``, ``python -m
+  transformer demo`` and the tests).
 * ``base-wmt14``: the paper's base model on WMT 2014 English-German, for GPUs (sections
-  5.1-5.4, 6.1): 37,000 shared BPE pieces, updates of 25,000 target tokens (3,125 a
-  micro-batch: 8, 4, 2 or 1 GPUs under ``torchrun`` reach 25,000 exactly, by gradient
-  accumulation), warm-up 4,000, 100,000 updates, the last 5 checkpoints averaged.
+  5.1-5.4, 6.1); its updates reach the paper's 25,000 target tokens on 8, 4, 2 or 1 GPUs
+  under ``torchrun`` by gradient accumulation.
 
 :data:`DEPARTURES` names, for each recipe, the paper's settings it changes and why
 (:data:`DEFAULT_DEPARTURES`: those of ``train`` without ``--recipe``).
-
-Importing this module does not import torch.
 """
 from __future__ import annotations
 
@@ -135,7 +129,7 @@ DEFAULT_DEPARTURES: dict[str, str] = {
 def recipe(name: str, **overrides) -> TrainConfig:
     """The recipe ``name`` (a fresh copy), with ``overrides`` (TrainConfig fields) applied;
     ``model_overrides`` in ``overrides`` are added to the recipe's own. An unknown name
-    raises ``ValueError`` listing the recipes."""
+    raises :class:`~transformer.errors.InputError` listing the recipes."""
     if name not in RECIPES:
         raise InputError(f"--recipe: unknown recipe {name!r}; choose one of "
                          f"{', '.join(RECIPES)}")
@@ -143,7 +137,6 @@ def recipe(name: str, **overrides) -> TrainConfig:
     if "model_overrides" in overrides:
         overrides["model_overrides"] = {**cfg.model_overrides, **overrides["model_overrides"]}
     return dataclasses.replace(cfg, **overrides)
-
 
 
 def describe(name: str) -> str:

@@ -1,7 +1,7 @@
 """CPU threads that give way to the reader's other work.
 
-Training on a CPU with two threads is about 1.7 times as fast as with one on an idle
-two-core machine, but when another process keeps one core busy (a browser tab, a test
+Training on a CPU with two threads is faster than with one on an idle two-core machine,
+but when another process keeps one core busy (a browser tab, a test
 run), the two threads' OpenMP runtime spins waiting for the partner that is not
 running, and the run falls to a fraction of one thread's speed. No fixed setting is good
 for both (record ``thread_policy.json``, the Results page, "Training beside other work":
