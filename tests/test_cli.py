@@ -336,7 +336,7 @@ def test_a_warning_on_the_command_line_is_one_line(tmp_path):
     assert run.returncode == 0, run.stderr
     assert run.stderr.splitlines() == [
         "warning: --precision bf16 on a CPU without AVX512-BF16 or AMX: bf16 matrix products "
-        "run on a slow generic path here (an update can take 18x as long as in fp32); "
+        "run on a slow generic path here, many times slower than fp32; "
         "--precision auto picks fp32 on this CPU"]
 
 
