@@ -29,7 +29,8 @@ from transformer.model import Transformer
 
 PAGE = "book/04_multi_head.html"
 TFJS = ("tf.es2017.min.js", "tf-backend-wasm.es2017.min.js", "tfjs-backend-wasm-simd.wasm")
-PANEL_CODE = ("page_training.js", "page_training.css", "train_worker.js", "train_model.js")
+PANEL_CODE = ("page_training.js", "page_training.css", "train_worker.js", "train_model.js",
+              "cached_fetch.js")
 LETTERS = "abcdefghij"
 # float32 on both sides, different orders of summation: the loss agrees within 1e-6 of
 # itself; every gradient within 1e-5 of its largest entry, plus 1e-7 (GRAD_FLOOR) for the

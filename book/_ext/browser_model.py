@@ -7,7 +7,8 @@
   warns (an error under ``-W``): the page would have no runtime.
 * The page's code goes to ``_static``: ``static/browser_model.js`` (runtime, model and
   search loops; the page loads it, and starts it again as the Web Worker that translates),
-  ``static/bpe.js`` (the BPE encoder, which the worker imports) and
+  ``static/bpe.js`` (the BPE encoder, which the worker imports), ``static/cached_fetch.js``
+  (every download, cached and checked; the training panel's worker uses it too) and
   ``static/translator.js`` (the widget). They load only on a page that holds the widget's
   element ``<div id="live-translator">``, which also gets the list of the files the
   translator downloads (``data-files``: size and SHA-256 of each, the keys of the
@@ -44,7 +45,7 @@ MODEL_FILES = ("manifest.json", "encoder.onnx", "decoder.onnx", "weights.bin")  
 # how the page's model stores its weight matrices: fp16 kept the translations of a tiny-preset
 # model (greedy ids, BLEU), int8 did not (benchmarks/book/weight_forms.py measures both)
 PAGE_WEIGHTS = "fp16"
-PAGE_CODE = ("bpe.js", "browser_model.js", "translator.js", "translator.css")
+PAGE_CODE = ("cached_fetch.js", "bpe.js", "browser_model.js", "translator.js", "translator.css")
 
 
 def _ort_dist(srcdir: Path) -> Path | None:
@@ -90,6 +91,7 @@ def _page(app, pagename, templatename, context, doctree) -> None:
     body = context.get("body", "")
     if WIDGET not in body:
         return
+    app.add_js_file("cached_fetch.js", priority=599)      # the download path it uses
     app.add_js_file("browser_model.js", priority=600)
     app.add_js_file("translator.js", priority=600, defer="defer")
     app.add_css_file("translator.css")

@@ -7,7 +7,8 @@
   ``_static/tfjs/``; never from a CDN.
 * The panel's code goes to ``_static``: ``static/page_training.js`` (the panel),
   ``static/page_training.css``, ``static/train_worker.js`` (the Web Worker that trains)
-  and ``static/train_model.js`` (the package's plain model in TensorFlow.js).
+  ``static/train_model.js`` (the package's plain model in TensorFlow.js) and
+  ``static/cached_fetch.js`` (the translator's download path, which the worker imports).
 * Chapter 9's translator (``<div id="live-translator">``, book/_ext/browser_model.py) also
   gets ``static/explorer_files.js``: the reader's own exported model, from a file picker
   or a dropped folder, read in the page.
@@ -37,7 +38,8 @@ TFJS_FILES = {"@tensorflow/tfjs": ["tf.es2017.min.js"],
               "@tensorflow/tfjs-backend-wasm": ["tf-backend-wasm.es2017.min.js",
                                                 "tfjs-backend-wasm-simd.wasm",
                                                 "tfjs-backend-wasm.wasm"]}
-PANEL_CODE = ("page_training.js", "page_training.css", "train_worker.js", "train_model.js")
+PANEL_CODE = ("page_training.js", "page_training.css", "train_worker.js", "train_model.js",
+              "cached_fetch.js")
 # chapter 9's translator with the reader's own exported model (on the translator's page)
 EXPLORER_CODE = ("explorer_files.js",)
 TRANSLATOR = 'id="live-translator"'

@@ -38,53 +38,9 @@
     }
   }
 
-  /* The bytes of url, from the Cache API when it holds this version (its SHA-256 in the
-     key; older versions are deleted), else from the network; checked against sha when
-     the browser can hash (a secure context). onBytes(n) as they arrive. */
-  async function fetchBytes(url, sha, onBytes) {
-    const cache = (typeof caches !== "undefined") ? await caches.open(CACHE).catch(() => null) : null;
-    const key = `${url}?sha256=${sha}`;
-    let response = cache ? await cache.match(key) : undefined;
-    const cached = !!response;
-    if (!response) {
-      response = await fetch(url);
-      if (!response.ok) throw new Error(`${url}: HTTP ${response.status} ${response.statusText}`);
-    }
-    const chunks = [];
-    let total = 0;
-    const reader = response.clone().body.getReader();
-    for (;;) {
-      const {done, value} = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      total += value.length;
-      onBytes(value.length);
-    }
-    const bytes = new Uint8Array(total);
-    let at = 0;
-    for (const c of chunks) { bytes.set(c, at); at += c.length; }
-    const digest = await sha256(bytes);
-    if (digest && digest !== sha) {
-      if (cached) await cache.delete(key).catch(() => {});
-      throw new Error(`${url} does not match the page's checksum: the site holds files of ` +
-                      `two builds; reload the page later`);
-    }
-    if (cache && !cached) {
-      for (const old of await cache.keys().catch(() => [])) {
-        if (old.url.startsWith(url + "?") && old.url !== new URL(key, location.href).href) {
-          await cache.delete(old).catch(() => {});
-        }
-      }
-      await cache.put(key, response).catch(() => {});          // e.g. over quota: no cache
-    }
-    return bytes;
-  }
-
-  async function sha256(bytes) {
-    if (!(root.crypto && crypto.subtle)) return null;            // not a secure context
-    const digest = await crypto.subtle.digest("SHA-256", bytes);
-    return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
-  }
+  // the download and its check: cached_fetch.js (the page loads it before this file)
+  if (IN_WORKER) importScripts("cached_fetch.js");            // beside this file
+  const fetchBytes = (url, sha, onBytes) => root.bookFetch.cachedBytes(url, sha, CACHE, onBytes);
 
   function blobUrl(bytes) {
     return URL.createObjectURL(new Blob([bytes], {type: "text/javascript"}));

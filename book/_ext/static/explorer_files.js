@@ -13,11 +13,7 @@
   const NEEDED = ["manifest.json", "encoder.onnx", "decoder.onnx", "weights.bin"];
   const FORMAT = 1;                      // transformer/tools/export.py's FORMAT
 
-  async function sha256(bytes) {
-    if (!(window.crypto && crypto.subtle)) return null;     // not a secure context
-    const digest = await crypto.subtle.digest("SHA-256", bytes);
-    return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
-  }
+  const sha256 = (bytes) => window.bookFetch.sha256(bytes);    // cached_fetch.js
 
   /* {name: ArrayBuffer} of the export's files among `files` (File objects, any folder),
    * or an Error whose message says what is wrong with them. */

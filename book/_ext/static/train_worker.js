@@ -16,39 +16,16 @@
  *   gradients {config, weights, batch}       loss and every gradient (the parity test)
  *   steps {config, weights, batches, lr}     the losses of Adam steps (the parity test)
  */
-/* global tf, PageTraining */
+/* global tf, PageTraining, bookFetch */
 "use strict";
 
 const CACHE = "attention-book-training";
 let model = null, settings = null, stopping = false;
 
+importScripts("cached_fetch.js");          // the download and its check, beside this file
+
 async function cachedBlobUrl(url, sha, type) {
-  const cache = (typeof caches !== "undefined") ? await caches.open(CACHE).catch(() => null) : null;
-  const key = `${url}?sha256=${sha}`;
-  let response = cache ? await cache.match(key) : undefined;
-  const cached = !!response;
-  if (!response) {
-    response = await fetch(url);
-    if (!response.ok) throw new Error(`${url}: HTTP ${response.status} ${response.statusText}`);
-  }
-  const bytes = new Uint8Array(await response.clone().arrayBuffer());
-  if (self.crypto && crypto.subtle) {
-    const digest = Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)),
-                              (b) => b.toString(16).padStart(2, "0")).join("");
-    if (digest !== sha) {
-      if (cached) await cache.delete(key).catch(() => {});
-      throw new Error(`${url} does not match the page's checksum: reload the page later`);
-    }
-  }
-  if (cache && !cached) {
-    for (const old of await cache.keys().catch(() => [])) {
-      if (old.url.startsWith(url + "?") && old.url !== new URL(key, location.href).href) {
-        await cache.delete(old).catch(() => {});
-      }
-    }
-    await cache.put(key, response).catch(() => {});
-  }
-  return URL.createObjectURL(new Blob([bytes], {type}));
+  return URL.createObjectURL(new Blob([await bookFetch.cachedBytes(url, sha, CACHE)], {type}));
 }
 
 async function load({files, base}) {
