@@ -1,9 +1,13 @@
 """What several test files share: small corpora written to disk, the arguments of a toy
-training run, and the command line run in process with its exit status and output."""
+training run, the command line run in process with its exit status and output, and the
+GPU scripts rehearsed on the CPU."""
 from __future__ import annotations
 
 import gzip
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 from transformer.tools import cli
@@ -69,3 +73,15 @@ def one_line_error(err: str) -> str:
              or ": error:" in line]
     assert len(lines) == 1 and "Traceback" not in err, err
     return lines[0]
+
+
+def gpu_dry_run(script: str, out: Path, data: Path, *options: str, timeout: int = 600):
+    """``bash benchmarks/gpu/SCRIPT --dry-run OPTIONS`` on this CPU, writing into ``out``,
+    corpora from ``data``: the completed process and its log (``out/log.txt``)."""
+    env = {**os.environ, "OUT": str(out), "PY": sys.executable,
+           "TRANSFORMER_DATA": str(data), "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(["bash", f"benchmarks/gpu/{script}", "--dry-run", *options],
+                            cwd=Path(__file__).resolve().parents[1], env=env,
+                            capture_output=True, text=True, timeout=timeout)
+    log = (out / "log.txt").read_text() if (out / "log.txt").is_file() else result.stderr
+    return result, log

@@ -1,22 +1,19 @@
 """benchmarks/gpu/check.sh (the GPU path's tests and throughput), rehearsed on the CPU,
 its options reaching its steps, and benchmarks/gpu/check_record.py on what it leaves."""
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
+
+from helpers import gpu_dry_run
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def test_gpu_check_dry_run_on_the_cpu(shared_data, tmp_path):
     out = tmp_path / "gpu_check"
-    env = {**os.environ, "OUT": str(out), "PY": sys.executable,
-           "TRANSFORMER_DATA": str(shared_data), "OMP_NUM_THREADS": "1"}
-    result = subprocess.run(["bash", "benchmarks/gpu/check.sh", "--dry-run", "--budget-min", "5",
-                             "--limit-min", "9"], cwd=REPO, env=env, capture_output=True,
-                            text=True, timeout=600)
-    log = (out / "log.txt").read_text()
+    result, log = gpu_dry_run("check.sh", out, shared_data, "--budget-min", "5",
+                              "--limit-min", "9")
     assert result.returncode == 0, log[-4000:]
     assert "gpu_check: ok" in log
     for name in ("tests", "throughput"):

@@ -1,21 +1,16 @@
 """benchmarks/gpu/table3.sh (issue 34: Table 3 at the GPU budget), rehearsed on the CPU:
 the smoke budget, the base at two seeds, a row of group A, two rows at once."""
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+from helpers import gpu_dry_run
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def test_gpu_table3_dry_run_on_the_cpu(shared_data, tmp_path):
     out = tmp_path / "gpu_table3"
-    env = {**os.environ, "OUT": str(out), "PY": sys.executable,
-           "TRANSFORMER_DATA": str(shared_data), "OMP_NUM_THREADS": "1"}
-    result = subprocess.run(["bash", "benchmarks/gpu/table3.sh", "--dry-run", "--budget-min",
-                             "5"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-    log = (out / "log.txt").read_text()
+    result, log = gpu_dry_run("table3.sh", out, shared_data, "--budget-min", "5", timeout=300)
     assert result.returncode == 0, log[-4000:]
     assert "gpu_table3: ok" in log and "3 results in" in log
     assert "--jobs 2" in log and "--time-budget-min 5" in log      # the options reach ablate

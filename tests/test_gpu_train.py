@@ -1,10 +1,11 @@
 """benchmarks/gpu/train.sh (issue 33: the base model, torchrun, the chapters on a GPU),
 rehearsed on the CPU, and benchmarks/gpu/train_record.py on what the rehearsal leaves."""
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
+
+from helpers import gpu_dry_run
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -14,12 +15,8 @@ def test_gpu_train_dry_run_on_the_cpu_and_its_record(shared_data, tmp_path):
         import pytest
         pytest.skip(f"no tatoeba-en-de in {shared_data}")
     out = tmp_path / "gpu_train"
-    env = {**os.environ, "OUT": str(out), "PY": sys.executable,
-           "TRANSFORMER_DATA": str(shared_data), "OMP_NUM_THREADS": "1"}
-    result = subprocess.run(["bash", "benchmarks/gpu/train.sh", "--dry-run", "--train-min", "30",
-                             "--limit-min", "20"], cwd=REPO, env=env, capture_output=True,
-                            text=True, timeout=600)
-    log = (out / "log.txt").read_text()
+    result, log = gpu_dry_run("train.sh", out, shared_data, "--train-min", "30",
+                              "--limit-min", "20")
     assert result.returncode == 0, log[-4000:]
     assert "gpu_train: ok" in log
     for name in ("corpus", "train", "score multi30k-en-de", "score tatoeba-en-de",
