@@ -1,11 +1,8 @@
 """benchmarks/gpu/table3.sh (issue 34: Table 3 at the GPU budget), rehearsed on the CPU:
 the smoke budget, the base at two seeds, a row of group A, two rows at once."""
 import json
-from pathlib import Path
 
 from helpers import gpu_dry_run
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def test_gpu_table3_dry_run_on_the_cpu(shared_data, tmp_path):
