@@ -14,10 +14,13 @@ one folder instead (for a machine that reads folders only).
 
 ``data_dir()`` is ``--data-root`` (the ``root`` arguments), else the ``TRANSFORMER_DATA``
 environment variable, else ``~/.cache/transformer/data``. A corpus the project knows
-(:mod:`transformer.corpora`: Multi30k, Tatoeba) is fetched into it on first use. Every
-reader fails loudly: a line-count mismatch, an
-undecodable byte or a missing file raises with the file, the line and the counts, never
-a silently misaligned corpus.
+(:mod:`transformer.corpora`: Multi30k, Tatoeba) is fetched into it on first use.
+
+One reader, :class:`CorpusStream`, reads every corpus (a folder, a mixture, WMT14) pair by
+pair; :func:`load_corpus` keeps what it reads in memory and ``python -m transformer
+prepare`` reads it in pieces. It fails loudly: a line-count mismatch, an undecodable
+byte or a missing file raises with the file, the line and the counts, never a silently
+misaligned corpus.
 """
 from __future__ import annotations
 
