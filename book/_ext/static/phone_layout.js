@@ -315,7 +315,12 @@
     return figure.drawing;
   }
 
-  function redraw(gd, sameLayout) {
+  // A figure follows its box. Across PHONE_PX it is drawn anew in the other layout. Within
+  // one layout plotly's responsive resize is not enough: it hears only the window's resize
+  // event, and the page's own layout (a sidebar shown or hidden, a scroll bar, fonts) can
+  // change a box's width after it or without one. The phone's layout is made for one width
+  // (titles broken into lines, legends placed): drawn anew; the desktop's: resized.
+  function follow(gd) {
     var figure = gd._bookFigure;
     if (figure.pending) return;
     figure.pending = true;
@@ -323,8 +328,10 @@
       figure.pending = false;
       var width = gd.parentElement && gd.parentElement.getBoundingClientRect().width;
       if (!width) return gd;                                               // hidden
-      if ((width < PHONE_PX) === figure.narrow &&                          // back again, or fitted
-          (!sameLayout || (gd._fullLayout && Math.abs(gd._fullLayout.width - width) < 1))) return gd;
+      if ((width < PHONE_PX) === figure.narrow) {                          // the same layout
+        if (gd._fullLayout && Math.abs(gd._fullLayout.width - width) < 1) return gd;
+        if (!figure.narrow) return window.Plotly.Plots.resize(gd);
+      }
       var data = copy(figure.data), layout = copy(figure.layout);
       replayChoices(gd, data, layout);
       window.Plotly.purge(gd);
@@ -332,33 +339,10 @@
     });
   }
 
-  // Within one layout the figure follows its box: plotly's responsive resize hears only the
-  // window's resize event, and the page's own layout (a sidebar shown or hidden, a scroll bar,
-  // fonts) can change a box's width after it or without one. The phone's layout is made for
-  // one width (titles broken into lines, legends placed): drawn anew; the desktop's resized.
-  function fit(gd) {
-    var figure = gd._bookFigure;
-    if (figure.narrow) {
-      if (gd._fullLayout && Math.abs(gd._fullLayout.width - boxWidth(gd)) >= 1) redraw(gd, true);
-      return;
-    }
-    if (figure.fitting) return;
-    figure.fitting = true;
-    queue(gd, function () {
-      figure.fitting = false;
-      var width = gd.parentElement && gd.parentElement.getBoundingClientRect().width;
-      if (!width || !gd._fullLayout || (width < PHONE_PX) !== figure.narrow ||
-          Math.abs(gd._fullLayout.width - width) < 1) return gd;
-      return window.Plotly.Plots.resize(gd);
-    });
-  }
-
   var watcher = typeof ResizeObserver === "function" && new ResizeObserver(function (entries) {
     entries.forEach(function (entry) {
-      var gd = entry.target._bookPlot, width = entry.contentRect.width;
-      if (!gd || !gd._bookFigure || !width) return;
-      if ((width < PHONE_PX) !== gd._bookFigure.narrow) redraw(gd);
-      else fit(gd);
+      var gd = entry.target._bookPlot;
+      if (gd && gd._bookFigure && entry.contentRect.width) follow(gd);
     });
   });
 
