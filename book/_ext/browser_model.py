@@ -78,12 +78,9 @@ def copy_page_files(srcdir: Path, static: Path) -> bool:
 
 
 def _stage(app, config) -> None:
-    stage = Path(app.outdir).parent / STAGE
-    shutil.rmtree(stage, ignore_errors=True)
-    if not copy_page_files(Path(app.srcdir), stage):
-        logger.warning("browser_model: no onnxruntime-web found (install npm or set "
-                       "ORT_WEB_DIR); the in-page translator will not run")
-    config.html_static_path = list(config.html_static_path) + [str(stage)]
+    from npm_cache import stage_static
+    stage_static(app, config, STAGE, copy_page_files, "browser_model: no onnxruntime-web "
+                 "found (install npm or set ORT_WEB_DIR); the in-page translator will not run")
 
 
 def _page(app, pagename, templatename, context, doctree) -> None:

@@ -28,10 +28,6 @@ import json
 import shutil
 from pathlib import Path
 
-from sphinx.util import logging
-
-logger = logging.getLogger(__name__)
-
 TFJS_VERSION = "4.22.0"
 # package -> its dist files the page uses (the two WebAssembly modules: SIMD or not)
 TFJS_FILES = {"@tensorflow/tfjs": ["tf.es2017.min.js"],
@@ -129,12 +125,9 @@ def download_bytes(files: dict) -> int:
 
 
 def _stage(app, config) -> None:
-    stage = Path(app.outdir).parent / STAGE
-    shutil.rmtree(stage, ignore_errors=True)
-    if not copy_panel_files(Path(app.srcdir), stage):
-        logger.warning("page_training: no TensorFlow.js found (install npm); the training "
-                       "panel will not run")
-    config.html_static_path = list(config.html_static_path) + [str(stage)]
+    from npm_cache import stage_static
+    stage_static(app, config, STAGE, copy_panel_files, "page_training: no TensorFlow.js "
+                 "found (install npm); the training panel will not run")
 
 
 def _page(app, pagename, templatename, context, doctree) -> None:
