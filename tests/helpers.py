@@ -12,6 +12,11 @@ from pathlib import Path
 
 from transformer.tools import cli
 
+BOOK = Path(__file__).resolve().parents[1] / "book"
+# The chapters a reader opens (each with its Colab install cell): the learning path's
+# numbered chapters and the optional part's "Under the hood" chapters.
+CHAPTERS = sorted(BOOK.glob("[0-9][0-9]_*.ipynb")) + sorted(BOOK.glob("hood_*.ipynb"))
+
 EN = "the a dog cat man woman runs sits on in under green red house tree big small".split()
 DE = "der die das Hund Katze Mann Frau läuft sitzt auf im unter grünen roten Haus Baum".split()
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import CHAPTERS
+
 REPO = Path(__file__).resolve().parents[1]
 SCREENSHOTS = REPO / "_build" / "screenshots"
 
@@ -208,7 +210,7 @@ def test_install_cells_use_the_configured_repository():
     """_config.yml holds the repository URL; the chapters' Colab install cells repeat it."""
     url = re.search(r"^repository:\s*\n\s+url:\s*(\S+)", (REPO / "_config.yml").read_text(),
                     flags=re.M).group(1)
-    chapters = sorted((REPO / "book").glob("[0-9][0-9]_*.ipynb"))
+    chapters = CHAPTERS
     assert chapters
     for nb_path in chapters:
         nb = json.loads(nb_path.read_text())
@@ -226,7 +228,7 @@ def test_chapters_take_the_configured_cell_timeout():
     timeout = int(re.search(r"^execute:\s*\n(?:\s+.*\n)*?\s+timeout:\s*(\d+)",
                             (REPO / "_config.yml").read_text(), flags=re.M).group(1))
     assert timeout >= 3600
-    for nb_path in sorted((REPO / "book").glob("[0-9][0-9]_*.ipynb")):
+    for nb_path in CHAPTERS:
         nb = json.loads(nb_path.read_text())
         assert "execution_timeout" not in nb["metadata"].get("mystnb", {}), nb_path.name
 

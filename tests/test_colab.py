@@ -37,6 +37,7 @@ from pathlib import Path
 
 import pytest
 
+import helpers
 import processes
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,7 +52,7 @@ PREINSTALLED = ["torch==2.13.0", "numpy", "plotly", "ipywidgets", "ipykernel<7",
 PYTHON = Path(os.environ.get("COLAB_PYTHON", "/usr/bin/python3.11"))
 CACHE = REPO / ".cache" / "colab-venv"
 FIRST_RUN = ["01_introduction"]
-CHAPTERS = sorted(p.stem for p in BOOK.glob("[0-9][0-9]_*.ipynb"))
+CHAPTERS = [p.stem for p in helpers.CHAPTERS]
 STAND_IN = '"""A stand-in for Colab\'s google.colab (tests/test_colab.py)."""\n'
 
 
