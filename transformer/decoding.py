@@ -47,6 +47,7 @@ from __future__ import annotations
 import math
 import warnings
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 import torch
@@ -57,7 +58,21 @@ from .validation import check_tokens
 from .errors import InputError
 
 __all__ = ["greedy_decode", "beam_search", "translate", "translations", "length_penalty",
-           "check_search", "sequence_scores", "build_source_batch"]
+           "check_search", "sequence_scores", "build_source_batch", "Search", "PAPER_SEARCH"]
+
+
+@dataclass(frozen=True)
+class Search:
+    """The settings of a search: hypotheses kept per sentence, the length penalty's
+    exponent, and how many tokens an output may exceed its input by."""
+    beam_size: int
+    alpha: float
+    max_extra: int
+
+
+PAPER_SEARCH = Search(beam_size=4, alpha=0.6, max_extra=50)
+"""Section 6.1's search, the one home of these numbers: the functions below, the command
+line, the export (and through its manifest the page) and the ablation read it."""
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -150,7 +165,7 @@ def _select_rows(src_mask, index):
 
 
 # ------------------------------------------------------------------------ greedy
-def greedy_decode(model, src: torch.Tensor, max_extra: int = 50,
+def greedy_decode(model, src: torch.Tensor, max_extra: int = PAPER_SEARCH.max_extra,
                   use_cache: bool | None = None) -> list[list[int]]:
     """Most probable token at each step; batched; returns ids without BOS/EOS."""
     check_search(max_extra=max_extra)
@@ -194,8 +209,9 @@ def greedy_decode(model, src: torch.Tensor, max_extra: int = 50,
 
 
 # ------------------------------------------------------------------------- beam
-def beam_search(model, src: torch.Tensor, beam_size: int = 4, alpha: float = 0.6,
-                max_extra: int = 50, use_cache: bool | None = None,
+def beam_search(model, src: torch.Tensor, beam_size: int = PAPER_SEARCH.beam_size,
+                alpha: float = PAPER_SEARCH.alpha, max_extra: int = PAPER_SEARCH.max_extra,
+                use_cache: bool | None = None,
                 stopping: str = "count") -> list[list[int]]:
     """Batched beam search with the GNMT length penalty; returns each sentence's best
     hypothesis (ids without BOS/EOS). See the module docstring for ``stopping``."""
@@ -336,8 +352,9 @@ def _check_translate_args(sentences, beam_size, alpha, batch_size, max_tokens, m
     return sentences
 
 
-def translate(model, tokenizer, sentences: list[str], beam_size: int = 4, alpha: float = 0.6,
-              batch_size: int = 64, max_tokens: int | None = None, max_extra: int = 50,
+def translate(model, tokenizer, sentences: list[str], beam_size: int = PAPER_SEARCH.beam_size,
+              alpha: float = PAPER_SEARCH.alpha, batch_size: int = 64,
+              max_tokens: int | None = None, max_extra: int = PAPER_SEARCH.max_extra,
               device=None) -> list[str]:
     """Translate strings with beam search (greedy when ``beam_size == 1``).
 
@@ -354,9 +371,10 @@ def translate(model, tokenizer, sentences: list[str], beam_size: int = 4, alpha:
                       max_extra, device)
 
 
-def translations(model, tokenizer, sentences: list[str], beam_size: int = 4,
-                 alpha: float = 0.6, batch_size: int = 64, max_tokens: int | None = None,
-                 max_extra: int = 50, device=None) -> Iterator[str]:
+def translations(model, tokenizer, sentences: list[str],
+                 beam_size: int = PAPER_SEARCH.beam_size, alpha: float = PAPER_SEARCH.alpha,
+                 batch_size: int = 64, max_tokens: int | None = None,
+                 max_extra: int = PAPER_SEARCH.max_extra, device=None) -> Iterator[str]:
     """:func:`translate`'s translations one by one, in input order, as they are done: the
     sentences go through it ``batch_size`` consecutive ones at a time, so a reader (the
     command line's ``translate``) can write each window's lines before the next is decoded

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import ModelConfig
+from ..decoding import PAPER_SEARCH
 from .provenance import git_commit
 from .provenance import provenance as machine_provenance
 from ..training.config import LossDiverged, TrainConfig, TrainingError
@@ -220,7 +221,8 @@ def done(data: dict, row: Row, seed: int) -> bool:
 
 
 # ---------------------------------------------------------------- one row
-def run_row(row: Row, cfg: TrainConfig, tokenizer, *, beam: int = 4, alpha: float = 0.6,
+def run_row(row: Row, cfg: TrainConfig, tokenizer, *, beam: int = PAPER_SEARCH.beam_size,
+            alpha: float = PAPER_SEARCH.alpha,
             bleu_sentences: int = 0) -> dict:
     """Train (or resume) ``row`` and score its last checkpoint on the valid split: dev
     perplexity, and sacreBLEU of beam search (as the paper: no checkpoint averaging)."""
@@ -288,7 +290,8 @@ def run_row_apart(row: Row, cfg: TrainConfig, spm: Path, **kwargs) -> dict:
 
 # -------------------------------------------------------------- the table
 def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int | None = None,
-              seed: int = 1, command: str | None = None, beam: int = 4, alpha: float = 0.6,
+              seed: int = 1, command: str | None = None, beam: int = PAPER_SEARCH.beam_size,
+              alpha: float = PAPER_SEARCH.alpha,
               bleu_sentences: int = 0, log=print, budget: str = "cpu", base_seeds: int = 1,
               jobs: int = 1, time_budget_s: float = 0, **settings) -> dict:
     """Train and score ``rows`` (skipping those ``results.json`` already holds) with

@@ -38,7 +38,7 @@ import torch
 from ..checkpoint import average_checkpoints, checkpoint_file, save_checkpoint, step_checkpoints
 from ..corpora import CORPORA, fetch
 from ..data import load_corpus
-from ..decoding import check_search, doubt, translate, translations
+from ..decoding import PAPER_SEARCH, check_search, doubt, translate, translations
 from ..errors import ISSUES, InputError, UserError
 from ..evaluate import format_score, score
 from ..inference import load_model, resolve_device
@@ -125,8 +125,9 @@ def _search(kind, setting: str):
 
 def _add_search(p, beam_help: str = "beam size (1 = greedy)") -> None:
     """``--beam`` and ``--alpha``: the search settings of section 6.1."""
-    p.add_argument("--beam", type=_search(int, "beam_size"), default=4, help=beam_help)
-    p.add_argument("--alpha", type=_search(float, "alpha"), default=0.6,
+    p.add_argument("--beam", type=_search(int, "beam_size"), default=PAPER_SEARCH.beam_size,
+                   help=beam_help)
+    p.add_argument("--alpha", type=_search(float, "alpha"), default=PAPER_SEARCH.alpha,
                    help="length penalty exponent (section 6.1)")
 
 
@@ -150,7 +151,7 @@ def _add_common(p, *names: str, **defaults) -> None:
 def _decode_args(p):
     p.add_argument("checkpoint", help="a checkpoint file (e.g. run/average.pt)")
     _add_search(p)
-    p.add_argument("--max-extra", type=_search(int, "max_extra"), default=50,
+    p.add_argument("--max-extra", type=_search(int, "max_extra"), default=PAPER_SEARCH.max_extra,
                    help="output length limit: source length + this")
     _add_common(p, "device", "threads")
 

@@ -40,6 +40,7 @@ import torch
 from torch import nn
 
 from ..config import ModelConfig
+from ..decoding import PAPER_SEARCH
 from ..fast import plain_form, record_attention
 from ..model import Transformer
 from ..output import output_folder
@@ -48,7 +49,8 @@ from ..errors import InputError
 
 FORMAT = 1
 WEIGHT_FORMS = ("fp32", "fp16", "int8")
-DECODING = {"beam_size": 4, "alpha": 0.6, "max_extra": 50, "stopping": "count",
+DECODING = {"beam_size": PAPER_SEARCH.beam_size, "alpha": PAPER_SEARCH.alpha,
+            "max_extra": PAPER_SEARCH.max_extra, "stopping": "count",
             "min_output_tokens": 1}
 
 
@@ -380,7 +382,7 @@ def _greedy_ids(model, tokenizer, sentences: list[str], batch_size: int = 32) ->
 
 def compare_forms(model: Transformer, tokenizer: Tokenizer, forms=("int8", "fp16"),
                   splits=(("multi30k-en-de", "test"), ("tatoeba-en-de", "test")),
-                  agreement_sentences: int = 200, bleu_sentences: int = 0, beam_size: int = 4,
+                  agreement_sentences: int = 200, bleu_sentences: int = 0, beam_size: int = PAPER_SEARCH.beam_size,
                   data_root=None, folder=None) -> dict:
     """What storing the weights in a smaller form changes, measured on the exported graphs
     in onnxruntime (the page's arithmetic): for each form and each split, the share of the
