@@ -1,0 +1,47 @@
+"""Sections that moved to another page keep their old addresses.
+
+Readers and search engines hold links such as ``06_model.html#the-kv-cache``; when a
+section moves (the learning path kept the paper, the "Under the hood" part took the
+engineering), its old address must still reach it. :data:`MOVED` is the one list of such
+moves: for each old page, the anchors that left it and the page and anchor they went to.
+Each old page loads ``static/moved_sections.js`` with its own part of the list in the
+script tag's ``data-moved`` attribute; when the address's anchor is not on the page, the
+script replaces the address with the section's new one.
+
+Enabled from ``_config.yml``: ``sphinx: local_extensions: {moved_sections: book/_ext}``.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SCRIPT = "moved_sections.js"
+
+# old page -> {old anchor: "new page#new anchor"}; pages are Sphinx page names.
+MOVED: dict[str, dict[str, str]] = {}
+
+
+def _stage(app, config) -> None:
+    config.html_static_path = list(config.html_static_path) + [str(HERE / "static" / SCRIPT)]
+
+
+def targets(app, pagename: str) -> dict[str, str]:
+    """The page's moved anchors, each with the relative address of its new home."""
+    moved = {}
+    for anchor, target in MOVED.get(pagename, {}).items():
+        page, _, new_anchor = target.partition("#")
+        moved[anchor] = app.builder.get_relative_uri(pagename, page) + "#" + new_anchor
+    return moved
+
+
+def _page(app, pagename, templatename, context, doctree) -> None:
+    moved = targets(app, pagename)
+    if moved:
+        app.add_js_file(SCRIPT, type="module", **{"data-moved": json.dumps(moved)})
+
+
+def setup(app):
+    app.connect("config-inited", _stage, priority=900)
+    app.connect("html-page-context", _page)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
