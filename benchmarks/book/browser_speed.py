@@ -148,7 +148,7 @@ def in_browser(root: Path, sentence: str, repeats: int) -> dict:
 
 def in_python(checkpoint: Path, sentence: str, repeats: int, threads: int) -> dict:
     import torch
-    from transformer.decoding import translate
+    from transformer.translation import translate
     from transformer.inference import load_model
     with Stopwatch() as cli:
         run = subprocess.run([sys.executable, "-m", "transformer", "translate", str(checkpoint),
