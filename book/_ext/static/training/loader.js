@@ -4,6 +4,7 @@
  * data-static (the path to _static), data-files (each file's size, SHA-256 and part) and
  * data-bytes (what pressing the button downloads, book/_ext/page_training.py). */
 import {el, mib, whenReady} from "../lib/dom.js";
+import {book} from "../lib/namespace.js";
 
 function mount(root) {
   const button = el("button", {type: "button", class: "tp-open",
@@ -14,7 +15,7 @@ function mount(root) {
     root.before(el("link", {rel: "stylesheet", href: new URL("panel.css", import.meta.url).href}));
     try {
       const panel = await import("./panel.js");
-      panel.mount(root, button);
+      book.training = panel.mount(root, button);   // the open panel, which the tests drive
     } catch (e) {
       button.textContent = `The panel could not be loaded (${e.message})`;
     }

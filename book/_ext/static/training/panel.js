@@ -13,7 +13,6 @@
  * drives it.
  */
 import {el} from "../lib/dom.js";
-import {book} from "../lib/namespace.js";
 import {requireWebAssembly} from "../lib/webassembly.js";
 import {WorkerClient} from "../lib/worker_client.js";
 import {drawCurve, drawMap} from "./drawing.js";
@@ -262,7 +261,5 @@ class Panel {
 
 /* The panel in `root`, replacing the button that opened it (loader.js). */
 export function mount(root, opener) {
-  const panel = new Panel(root, opener);
-  book.training = panel;
-  return panel;
+  return new Panel(root, opener);
 }
