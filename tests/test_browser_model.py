@@ -28,9 +28,9 @@ from transformer.inference import load_model
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE = "book/09_attention_explorer.html"
+# the book's extensions import each other by name from book/_ext, as Sphinx loads them
 sys.path.insert(0, str(REPO / "book" / "_ext"))
 import browser_model  # noqa: E402  (the translator's extension: what the page downloads)
-sys.path.pop(0)
 
 
 def downloads(site_dir) -> dict:

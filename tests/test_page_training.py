@@ -29,9 +29,9 @@ from transformer.config import ModelConfig
 from transformer.loss import LabelSmoothingLoss
 from transformer.model import Transformer
 
+# the book's extensions import each other by name from book/_ext, as Sphinx loads them
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
 import page_training  # noqa: E402  (the panel's extension: what the panel downloads)
-sys.path.pop(0)
 
 PAGE = "book/04_multi_head.html"
 LETTERS = "abcdefghij"
