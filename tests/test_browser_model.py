@@ -263,6 +263,10 @@ def test_the_live_explorer_fits_a_phone(new_page, exported):
         assert box["labels"] == box["tokens"], box       # every token labelled
         assert not box["outside"], box
         assert box["controls_bottom"] <= box["title_top"], box
+        page.wait_for_function("() => window.attentionBook.translator.drawn")
+        labels = page.evaluate("""() => Array.from(document.querySelectorAll('.lt-plot .colorbar text'),
+                                      (t) => t.textContent).filter((t) => /^[0-9.]+$/.test(t))""")
+        assert "0" in labels and "1" in labels and len(labels) >= 3, labels   # not "0", "0.5"
         assert not opened.errors, opened.errors
     finally:
         opened.close()
@@ -572,10 +576,11 @@ def test_a_sub_word_loop_gets_its_note(loaded, exported):
     assert len(notes) == 1 and "greedy" in notes[0] and expected in notes[0], notes
 
 
-def test_the_maps_title_and_colour_bar_stay_readable(new_page, loaded):
+def test_the_maps_title_stays_readable_and_rows_name_the_predicted_token(loaded):
     """On a desktop the map's toolbar (shown while the pointer is over the map) leaves its
-    title ("... layer 1, head 1") uncovered; on a phone its colour bar is labelled from 0
-    to 1; the rows of a decoder map are named by the token each one predicts."""
+    title ("... layer 1, head 1") uncovered; the rows of a decoder map are named by the
+    token each one predicts (its input token is the one before). On a phone its colour bar
+    is labelled from 0 to 1: test_the_live_explorer_fits_a_phone."""
     page = loaded.page
     type_and_translate(page, "A dog runs.")
     page.wait_for_function("() => window.attentionBook.translator.drawn")
@@ -593,16 +598,3 @@ def test_the_maps_title_and_colour_bar_stay_readable(new_page, loaded):
     title = page.evaluate("() => document.querySelector('.lt-plot')._fullLayout.yaxis.title.text")
     assert rows[0].startswith("0:\u2192") and rows[-1].endswith("\u27e8/s\u27e9"), rows
     assert "predicts" in title, title
-    opened = new_page(PAGE, viewport=(390, 844))
-    try:
-        phone = opened.page
-        phone.click("button.lt-load")
-        phone.wait_for_selector("form.lt-form:not([hidden])", timeout=180_000)
-        type_and_translate(phone, "A dog runs.")
-        phone.wait_for_function("() => window.attentionBook.translator.drawn")
-        labels = phone.evaluate("""() => Array.from(document.querySelectorAll('.lt-plot .colorbar text'),
-                                       (t) => t.textContent).filter((t) => /^[0-9.]+$/.test(t))""")
-        assert "0" in labels and "1" in labels and len(labels) >= 3, labels
-        assert not opened.errors, opened.errors
-    finally:
-        opened.close()
