@@ -213,7 +213,7 @@ PAST_THE_EDGE_JS = """(width) => {
   const out = [];
   const clipped = (e) => { for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
       const s = getComputedStyle(a);
-      if (/(auto|scroll|hidden|clip)/.test(s.overflowX)) return a.getBoundingClientRect().right <= width + 0.5;
+      if (/(auto|scroll|hidden|clip)/.test(s.overflowX) && a.getBoundingClientRect().right <= width + 0.5) return true;
       if (s.position === 'fixed' || s.visibility === 'hidden' || s.display === 'none') return true;
     } return false; };
   for (const e of document.body.querySelectorAll('*')) {
