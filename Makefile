@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 TORCH  ?= torch==2.13.0
 export PYTHONUNBUFFERED = 1
 
-.PHONY: setup test test-unit test-book test-colab book browser jemalloc demo clean train-small train-tiny clean-cache gpu-data gpu-wheels
+.PHONY: setup test test-unit test-book node-test node-setup test-colab book browser jemalloc demo clean train-small train-tiny clean-cache gpu-data gpu-wheels
 # Book builds and book tests run torch on one thread: on small shared CPUs the default
 # thread count thrashed (a 2-layer toy training: 100 s with 2 threads, 9 s with 1).
 # The book build trains its cached model in a kernel: under jemalloc (when installed) its
@@ -29,11 +29,23 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 
 # One pytest run: unit tests, every chapter under nbval (quick mode; tests/test_book_site.py
 # builds the site in quick mode and checks every page in headless Chromium).
-test: setup
+test: setup node-test
 	BOOK_QUICK=1 $(PY) -m pytest tests book --nbval-lax --nbval-current-env
 
-test-unit: setup
+test-unit: setup node-test
 	$(PY) -m pytest tests --ignore=tests/test_book_site.py
+
+# The page's code (book/_ext/static): its unit tests under Node's own runner and ESLint,
+# with the versions package-lock.json pins (npm ci); no book build needed.
+node-test: node-setup
+	node --test tests/js/
+	npx --no-install eslint book/_ext/static tests/js
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+node-setup: node_modules/.installed
 
 test-book: setup
 	BOOK_QUICK=1 $(PY) -m pytest book tests/test_book_site.py --nbval-lax --nbval-current-env

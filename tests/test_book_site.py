@@ -206,6 +206,40 @@ def test_figures_fit_a_phone(path, open_page, request, capsys):
     assert not opened.errors, opened.errors
 
 
+# Elements laid out past the right edge of a 390 px screen: those inside a box that scrolls
+# or clips sideways (a code cell, a wide table's wrapper, displayed maths) are that box's;
+# hidden and off-canvas elements (the sidebars' drawers) are not laid out for the reader.
+PAST_THE_EDGE_JS = """(width) => {
+  const out = [];
+  const clipped = (e) => { for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+      const s = getComputedStyle(a);
+      if (/(auto|scroll|hidden|clip)/.test(s.overflowX) && a.getBoundingClientRect().right <= width + 0.5) return true;
+      if (s.position === 'fixed' || s.visibility === 'hidden' || s.display === 'none') return true;
+    } return false; };
+  for (const e of document.body.querySelectorAll('*')) {
+    const b = e.getBoundingClientRect();
+    if (b.width === 0 || b.height === 0 || b.right <= width + 0.5) continue;
+    const s = getComputedStyle(e);
+    if (s.visibility === 'hidden' || s.position === 'fixed' || e.closest('dialog:not([open]), .bd-sidebar-primary, .bd-sidebar-secondary, .MathJax_Preview, mjx-assistive-mml')) continue;
+    if (clipped(e)) continue;
+    out.push([e.tagName.toLowerCase() + (e.className && typeof e.className === 'string' ? '.' + e.className.split(' ')[0] : ''),
+              Math.round(b.right), (e.textContent || '').trim().slice(0, 40)]);
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_no_element_lies_past_the_right_edge_of_a_phone(path, open_page):
+    """At 390 px no element of any page (the Results appendix's sacreBLEU signatures in
+    inline code included) is laid out past the screen's right edge, except inside a box
+    that scrolls sideways: ``scrollWidth`` alone missed a page laid out 515 px wide."""
+    opened = open_page(path, viewport=PHONE)
+    opened.page.wait_for_timeout(300)
+    past = opened.page.evaluate(PAST_THE_EDGE_JS, PHONE[0])
+    assert not past, f"{path}: {len(past)} elements past {PHONE[0]} px: {past[:8]}"
+
+
 def test_install_cells_use_the_configured_repository():
     """_config.yml holds the repository URL; the chapters' Colab install cells repeat it."""
     url = re.search(r"^repository:\s*\n\s+url:\s*(\S+)", (REPO / "_config.yml").read_text(),
@@ -331,7 +365,7 @@ def test_inline_maths_in_snippets_is_plain_text(open_page, site_dir):
                        for m in re.findall(r'<span class="math notranslate nohighlight">(.*?)</span>',
                                            path.read_text(encoding="utf-8"), flags=re.S)})
     assert len(formulas) > 50, formulas
-    plain = opened.page.evaluate("(fs) => fs.map(window.bookPlainMath)", formulas)
+    plain = opened.page.evaluate("(fs) => fs.map(window.attentionBook.plainMath)", formulas)
     left = [(f, p) for f, p in zip(formulas, plain) if re.search(r"[\\{}$]", p) or not p.strip()]
     assert not left, left
     examples = dict(zip(formulas, plain))
@@ -563,7 +597,7 @@ AXES_JS = """async () => {
   const ratio = names.map((_, i) => 0.3 * Math.pow(10, ((i * 7) % 24) / 23));     // 0.3 to 3
   const gd = document.createElement('div');
   box.append(gd);
-  await window.bookNewPlot(gd, [{type: 'bar', x: names, y: ratio, name: 'ratio'}],
+  await window.attentionBook.newPlot(gd, [{type: 'bar', x: names, y: ratio, name: 'ratio'}],
     {title: {text: 'a log axis within one power of ten'}, height: 460,
      xaxis: {title: {text: 'row'}, tickangle: -45}, yaxis: {title: {text: 'ratio'}, type: 'log'}},
     {responsive: true});

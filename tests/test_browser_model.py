@@ -28,8 +28,15 @@ from transformer.inference import load_model
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE = "book/09_attention_explorer.html"
-MODEL_FILES = ("manifest.json", "encoder.onnx", "decoder.onnx", "weights.bin")
-RUNTIME_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")
+# the book's extensions import each other by name from book/_ext, as Sphinx loads them
+sys.path.insert(0, str(REPO / "book" / "_ext"))
+import browser_model  # noqa: E402  (the translator's extension: what the page downloads)
+
+
+def downloads(site_dir) -> dict:
+    """What the translator downloads, as the build lists it (the export's manifest, the
+    runtime's parts, the worker's modules): {group: {name: {bytes, sha256}}}."""
+    return browser_model.download_list(site_dir / "_static")
 
 
 @pytest.fixture(scope="module")
@@ -78,18 +85,18 @@ def loaded(new_page):
 
 def encode_in_page(page, sentences: list[str]) -> list[list[int]]:
     """The page's BPE ids (its worker's encoder) of sentences."""
-    done = page.evaluate("(ss) => window.liveTranslator.ask('encode', {sentences: ss})", sentences)
+    done = page.evaluate("(ss) => window.attentionBook.translator.ask('encode', {sentences: ss})", sentences)
     return done["ids"]
 
 
 def type_and_translate(page, sentence: str) -> dict:
     page.fill("input.lt-input", sentence)
-    page.evaluate("() => { window.liveTranslator.result = null; }")
+    page.evaluate("() => { window.attentionBook.translator.result = null; }")
     page.click("button.lt-go")
-    page.wait_for_function("() => window.liveTranslator.result && window.liveTranslator.maps "
+    page.wait_for_function("() => window.attentionBook.translator.result && window.attentionBook.translator.maps "
                            "&& !document.querySelector('button.lt-go').disabled "
                            "|| document.querySelector('.lt-error')", timeout=120_000)
-    return page.evaluate("""() => { const r = window.liveTranslator.result;
+    return page.evaluate("""() => { const r = window.attentionBook.translator.result;
         return {greedy: r.greedy.ids, beam: r.beam.ids, source: r.source,
                 shown: Array.from(document.querySelectorAll('.lt-output .lt-text'),
                                   (e) => e.textContent)}; }""")
@@ -98,14 +105,36 @@ def type_and_translate(page, sentence: str) -> dict:
 def test_a_page_not_asked_to_translate_downloads_no_model_bytes(open_page, exported, site_dir):
     opened = open_page(PAGE)
     opened.page.wait_for_timeout(1500)
-    fetched = [u for u in opened.requests if "/_static/model/" in u or "/_static/ort/" in u]
-    assert not fetched, f"model or runtime fetched without a click: {fetched}"
-    static = site_dir / "_static"
-    size = sum((static / "model" / f).stat().st_size for f in MODEL_FILES)
-    size += sum((static / "ort" / f).stat().st_size for f in RUNTIME_FILES)
+    worker = [f"/_static/{name}" for name in downloads(site_dir)["code"]]
+    fetched = [u for u in opened.requests if "/_static/model/" in u or "/_static/ort/" in u
+               or u.endswith("/translator/worker.js")]
+    assert not fetched, f"model, runtime or worker fetched without a click: {fetched}"
+    size = sum(f["bytes"] for group in downloads(site_dir).values() for f in group.values())
     label = opened.page.text_content("button.lt-load")
     assert f"{size / 2**20:.1f} MiB" in label, label       # the whole download, before it
+    assert any(w.endswith("worker.js") for w in worker)
     assert not opened.errors and not opened.outside
+
+
+def test_the_button_announces_what_is_fetched(open_page, site_dir, base_url):
+    """The bytes the button announces are the bytes the page fetches once it is pressed:
+    the model's files, the runtime's and the worker's own modules (which were not counted:
+    25 KB beside an announced 18.9 MiB)."""
+    opened = open_page(PAGE)
+    page = opened.page
+    before = len(opened.requests)
+    page.click("button.lt-load")
+    page.wait_for_selector("form.lt-form:not([hidden]), .lt-error", timeout=180_000)
+    assert not page.query_selector(".lt-error"), page.text_content(".lt-status")
+    static = site_dir / "_static"
+    asked = {u.split("?")[0] for u in opened.requests[before:] if u.startswith(base_url)}
+    fetched = sum((static / u.split("/_static/", 1)[1]).stat().st_size for u in asked)
+    announced = int(page.evaluate("() => document.getElementById('live-translator').dataset.bytes"))
+    assert fetched == announced, (fetched, announced, sorted(asked))
+    listed = {f"{base_url}/_static/{group_dir}{name}" for group_dir, group in
+              (("model/", downloads(site_dir)["model"]), ("ort/", downloads(site_dir)["runtime"]),
+               ("", downloads(site_dir)["code"])) for name in group}
+    assert asked == listed, asked ^ listed
 
 
 # Characters outside the vocabulary: sentencepiece makes one <unk> of each run of them.
@@ -234,12 +263,16 @@ def test_the_live_explorer_fits_a_phone(new_page, exported):
         assert box["labels"] == box["tokens"], box       # every token labelled
         assert not box["outside"], box
         assert box["controls_bottom"] <= box["title_top"], box
+        page.wait_for_function("() => window.attentionBook.translator.drawn")
+        labels = page.evaluate("""() => Array.from(document.querySelectorAll('.lt-plot .colorbar text'),
+                                      (t) => t.textContent).filter((t) => /^[0-9.]+$/.test(t))""")
+        assert "0" in labels and "1" in labels and len(labels) >= 3, labels   # not "0", "0.5"
         assert not opened.errors, opened.errors
     finally:
         opened.close()
 
 
-def test_a_second_visit_downloads_nothing(loaded, served):
+def test_a_second_visit_downloads_nothing(loaded, served, site_dir):
     """After a translation, chapter 9 loaded again (the same browser profile) gets the
     model and the runtime from the browser's cache: the server is asked for none of them
     (it serves everything with no-cache, so the HTTP cache alone would ask again)."""
@@ -253,7 +286,8 @@ def test_a_second_visit_downloads_nothing(loaded, served):
     assert type_and_translate(page, "A dog runs.")["greedy"]
     asked = served[before:]
     assert any(p.endswith("09_attention_explorer.html") for p in asked), asked   # it was a visit
-    again = [p for p in asked if p.endswith(MODEL_FILES + RUNTIME_FILES)]
+    names = tuple(n for g in ("model", "runtime") for n in downloads(site_dir)[g])
+    again = [p for p in asked if p.endswith(names)]
     assert not again, f"downloaded again: {again}"
 
 
@@ -282,7 +316,7 @@ FRAMES = """(ms) => new Promise((resolve) => {      // rAF gaps and long tasks f
       const done = ms ? performance.now() - start >= ms : document.querySelector('.lt-output .lt-text');
       if (!done) return requestAnimationFrame(frame);
       observer.disconnect();
-      resolve({frames, tasks, mapped: !!(window.liveTranslator && window.liveTranslator.maps)});
+      resolve({frames, tasks, mapped: !!(window.attentionBook.translator && window.attentionBook.translator.maps)});
     };
     requestAnimationFrame(frame);
 })"""
@@ -339,7 +373,7 @@ def test_the_page_stays_responsive_while_the_worker_translates(loaded, sentences
     progress = [t for t in seen if "tokens so far" in t]
     counts = [int(t.split(": ")[1].split()[0]) for t in progress]
     assert len(set(counts)) >= 5 and any(t.rsplit("so far: ", 1)[1] for t in progress), progress[:5]
-    page.wait_for_function("() => window.liveTranslator.maps", timeout=120_000)
+    page.wait_for_function("() => window.attentionBook.translator.maps", timeout=120_000)
 
 
 def test_the_translations_are_painted_before_the_map_is_drawn(loaded):
@@ -352,7 +386,7 @@ def test_the_translations_are_painted_before_the_map_is_drawn(loaded):
     page.evaluate("() => document.querySelector('.lt-output').replaceChildren()")
     page.evaluate(f"() => {{ window.measuring_ = ({FRAMES})(0); }}")     # not awaited
     page.click("button.lt-go")
-    page.wait_for_function("() => window.liveTranslator.maps", timeout=120_000)
+    page.wait_for_function("() => window.attentionBook.translator.maps", timeout=120_000)
     measured = page.evaluate("() => window.measuring_")     # the first frame showing them
     assert not measured["mapped"], "the map was drawn before the translations were painted"
 
@@ -364,7 +398,7 @@ def test_a_new_request_cancels_the_old_one(loaded, sentences):
     page = loaded.page
     text = long_input(page, sentences[100:], 200)
     page.evaluate("""(text) => { window.old_ = 'running'; window.oldSearches_ = [];
-        window.liveTranslator.ask('translate', {text}, (m) => { window.oldSearches_.push(m.search); })
+        window.attentionBook.translator.ask('translate', {text}, (m) => { window.oldSearches_.push(m.search); })
           .then(() => { window.old_ = 'finished'; }, (e) => { window.old_ = e.message; }); }""",
                   text)
     page.wait_for_function("() => window.oldSearches_.length > 0 || window.old_ !== 'running'",
@@ -378,14 +412,14 @@ def test_a_new_request_cancels_the_old_one(loaded, sentences):
 def test_the_page_doubts_as_the_package_does(loaded, exported):
     """The page's rule for "the model is unsure" is transformer.decoding.doubt's, and a
     sentence of unknown characters gets the note under its translation."""
-    from transformer.decoding import doubt
+    from transformer.doubt import doubt
     model, _, _ = exported
     unk = model.cfg.unk_id
     cases = [([900, unk], "Ein Hund."), ([900, 5, 6, unk], "Ein Hund läuft."),
              ([5, 6], "Ein Hund, der Hund Hund Hund Hund."), ([5], "über den Kreis über den Kreis."),
              ([5], "Ein Ca-Koll P P P"), ([5], "Nein, nein."), ([], ""), ([5], "a b a b a b")]
     got = loaded.page.evaluate("([cases, unk]) => cases.map(([ids, text]) => "
-                               "window.translationDoubt(ids, unk, text))", [cases, unk])
+                               "window.attentionBook.doubt(ids, unk, text))", [cases, unk])
     assert got == [doubt(ids, unk, text) for ids, text in cases]
     type_and_translate(loaded.page, "🙂🙂 日本語 🍕")
     assert "most of the input is unknown" in loaded.page.text_content(".lt-unsure")
@@ -438,7 +472,7 @@ def test_the_map_survives_resizes_across_the_phone_switch(new_page, exported):
         for width, sentence in zip((390, 844, 390, 500, 1280), sentences):
             page.set_viewport_size({"width": width, "height": 844})
             page.wait_for_timeout(1500)                # the ResizeObserver and plotly's resize
-            page.wait_for_function("() => window.liveTranslator.drawn")
+            page.wait_for_function("() => window.attentionBook.translator.drawn")
             for moment in ("resized", "translated"):
                 state = _settled_map_state(page)
                 where = (width, moment, state)
@@ -448,7 +482,7 @@ def test_the_map_survives_resizes_across_the_phone_switch(new_page, exported):
                 assert "Your sentence" in state["title"] and not state["cut"], where
                 if moment == "resized":
                     got = type_and_translate(page, sentence)
-                    page.wait_for_function("() => window.liveTranslator.drawn")
+                    page.wait_for_function("() => window.attentionBook.translator.drawn")
             tokens = len(tokenizer.encode(sentence)) + 1                # EOS
             assert state["rows"] == state["cols"] == tokens, (width, state)   # encoder self
             assert got["source"][:-1] == tokenizer.encode(sentence)
@@ -470,9 +504,9 @@ def _draw_tasks(page, text: str) -> list[float]:
     page.evaluate("() => { document.querySelector('select.lt-kind').value = 'encoder.self'; }")
     page.fill("input.lt-input", text)
     page.evaluate(TASKS)
-    page.evaluate("() => { window.liveTranslator.result = null; window.liveTranslator.drawn = false; }")
+    page.evaluate("() => { window.attentionBook.translator.result = null; window.attentionBook.translator.drawn = false; }")
     page.click("button.lt-go")
-    page.wait_for_function("() => window.liveTranslator.drawn || document.querySelector('.lt-error')",
+    page.wait_for_function("() => window.attentionBook.translator.drawn || document.querySelector('.lt-error')",
                            timeout=300_000)
     page.wait_for_timeout(300)                         # the observer reports after the task
     assert not page.query_selector(".lt-error"), page.text_content(".lt-status")
@@ -506,19 +540,61 @@ def test_a_greedy_loop_gets_its_note(loaded, exported, sentences):
     """Doubt is checked on each translation shown: the worker gives each search its own
     (transformer.decoding.doubt on its text); a greedy translation that loops beside a
     sound beam one gets a note naming the greedy search, and the beam one none."""
-    from transformer.decoding import doubt
+    from transformer.doubt import doubt
     model, _, _ = exported
     page = loaded.page
     type_and_translate(page, long_input(page, sentences[100:], 120))
-    result = page.evaluate("() => window.liveTranslator.result")
+    result = page.evaluate("() => window.attentionBook.translator.result")
     for name in ("greedy", "beam"):
         expected = doubt(result["source"][:-1], model.cfg.unk_id, result[name]["text"])
         assert result[name].get("doubt") == expected, (name, result[name].get("doubt"))
     looping = "die es zu sehen, die es zu sehen, die es zu sehen."
-    notes = page.evaluate("""([looping, unk]) => { const w = window.liveTranslator;
-        const line = (text) => ({text, ms: 1, ids: [], doubt: window.translationDoubt([5, 6], unk, text)});
+    notes = page.evaluate("""([looping, unk]) => { const w = window.attentionBook.translator;
+        const line = (text) => ({text, ms: 1, ids: [], doubt: window.attentionBook.doubt([5, 6], unk, text)});
         w.show({greedy: line(looping), beam: line('Ein Hund läuft im Schnee.')},
                {greedy: 'greedy', beam: 'beam 4'});
         return Array.from(document.querySelectorAll('.lt-unsure'), (e) => e.textContent); }""",
                           [looping, model.cfg.unk_id])
     assert len(notes) == 1 and "greedy" in notes[0] and "die es zu sehen" in notes[0], notes
+
+
+def test_a_sub_word_loop_gets_its_note(loaded, exported):
+    """A greedy translation that loops inside a word ("Werbendendendenden...", one piece
+    over and over) gets the note: the page's doubt reads the output's pieces too."""
+    model, tokenizer, _ = exported
+    text = "Wir werden beim Werbendendendendenkeben helfen?"
+    pieces = [tokenizer.id_to_piece(i) for i in tokenizer.encode(text)]
+    notes = loaded.page.evaluate("""([text, pieces, unk]) => { const w = window.attentionBook.translator;
+        const line = (t, p) => ({text: t, ms: 1, ids: [], doubt: window.attentionBook.doubt([5, 6], unk, t, p)});
+        w.show({greedy: line(text, pieces), beam: line('Ein Hund läuft im Schnee.', [])},
+               {greedy: 'greedy', beam: 'beam 4'});
+        return Array.from(document.querySelectorAll('.lt-unsure'), (e) => e.textContent); }""",
+                                 [text, pieces, model.cfg.unk_id])
+    from transformer.doubt import doubt
+    expected = doubt([5, 6], model.cfg.unk_id, text, pieces)
+    assert expected and "inside" in expected, (pieces, expected)
+    assert len(notes) == 1 and "greedy" in notes[0] and expected in notes[0], notes
+
+
+def test_the_maps_title_stays_readable_and_rows_name_the_predicted_token(loaded):
+    """On a desktop the map's toolbar (shown while the pointer is over the map) leaves its
+    title ("... layer 1, head 1") uncovered; the rows of a decoder map are named by the
+    token each one predicts (its input token is the one before). On a phone its colour bar
+    is labelled from 0 to 1: test_the_live_explorer_fits_a_phone."""
+    page = loaded.page
+    type_and_translate(page, "A dog runs.")
+    page.wait_for_function("() => window.attentionBook.translator.drawn")
+    page.hover(".lt-plot .nsewdrag")
+    page.wait_for_timeout(300)
+    boxes = page.evaluate("""() => { const gd = document.querySelector('.lt-plot');
+        const b = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+        return {title: b(gd.querySelector('.gtitle')), bar: b(gd.querySelector('.modebar')),
+                shown: getComputedStyle(gd.querySelector('.modebar')).opacity}; }""")
+    t, m = boxes["title"], boxes["bar"]
+    assert not (t[0] < m[2] and m[0] < t[2] and t[1] < m[3] and m[1] < t[3]), boxes
+    page.select_option("select.lt-kind", "decoder.cross")
+    page.wait_for_function("() => window.attentionBook.translator.drawn")
+    rows = page.evaluate("() => document.querySelector('.lt-plot').data[0].y")
+    title = page.evaluate("() => document.querySelector('.lt-plot')._fullLayout.yaxis.title.text")
+    assert rows[0].startswith("0:\u2192") and rows[-1].endswith("\u27e8/s\u27e9"), rows
+    assert "predicts" in title, title

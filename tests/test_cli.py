@@ -390,12 +390,12 @@ def test_a_blank_input_line_gives_a_blank_output_line(capsys, toy_runs, tmp_path
 @pytest.mark.parametrize("command", ["translate", "evaluate"])
 def test_an_unwritable_output_fails_before_any_decoding(capsys, toy_corpus, toy_runs, tmp_path,
                                                         monkeypatch, command):
-    import transformer.decoding as decoding
+    import transformer.translation as translation
 
     def no_decoding(*args, **kwargs):
         raise AssertionError("decoded before opening the output")
 
-    monkeypatch.setattr(decoding, "_translate", no_decoding)
+    monkeypatch.setattr(translation, "_translate", no_decoding)
     (tmp_path / "file").write_text("")
     where = tmp_path / "file" / "out.txt"                       # under a file: never writable
     (tmp_path / "in.txt").write_text("the dog runs.\n")
@@ -567,7 +567,8 @@ def test_translate_says_when_the_model_is_unsure(capsys, toy_runs, tmp_path):
                                            ("beam_size", "0"), ("max_extra", "-1")])
 def test_search_settings_are_refused_as_the_python_api_refuses_them(capsys, toy_runs, setting,
                                                                     text):
-    from transformer.decoding import check_search, translate
+    from transformer.decoding import check_search
+    from transformer.translation import translate
     kind = float if setting == "alpha" else int
     with pytest.raises(ValueError) as api:
         check_search(**{setting: kind(text)})

@@ -7,7 +7,8 @@ import torch.nn.functional as F
 
 from transformer import FastTransformer, ModelConfig, Transformer
 from transformer.decoding import (beam_search, build_source_batch, greedy_decode,
-                                  length_penalty, sequence_scores, translate)
+                                  length_penalty, sequence_scores)
+from transformer.translation import translate
 
 PAD, BOS, EOS = 0, 1, 2
 V = 24
@@ -353,7 +354,7 @@ def test_beam_search_chooses_per_the_length_penalty_for_every_alpha():
 
 
 def test_doubt_names_unknown_input_and_loops_and_passes_sound_sentences():
-    from transformer.decoding import doubt
+    from transformer.doubt import doubt
     unk = 3
     assert "unknown" in doubt([900, unk], unk, "Ein Hund.")              # half unknown
     assert doubt([900, 5, 6, unk], unk, "Ein Hund läuft.") is None         # a quarter

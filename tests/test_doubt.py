@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from transformer import ModelConfig
-from transformer.decoding import doubt
+from transformer.doubt import doubt
 from transformer.tools import cli
 
 PAD, BOS, EOS, UNK = 0, 1, 2, 3
@@ -81,6 +81,29 @@ def test_the_input_is_unknown_from_half_its_pieces(source, expected):
     assert verdict(doubt(source, UNK, "Ein Hund läuft.")) == expected
 
 
+# (the translation's sub-word pieces, what doubt says): a loop inside one word
+PIECES = [
+    (["▁beim", "▁Wer", "b", "end", "end", "end", "end", "en", "keb", "en", "▁helfen", "?"], LOOP),
+    (["▁Wer", "b", "end", "end", "en"], None),                 # twice is a word
+    (["▁ha", "ha", "ha"], LOOP),                                # the word's first piece too
+    (["▁Pa", "pa", "gei"], None),
+    (["▁a", "b", "a", "b", "a", "b"], LOOP),                    # a pair three times
+    (["▁a", "b", "a", "b", "a"], None),
+    (["▁end", "▁end", "▁end"], None),                           # words: the words' rule
+    (["▁Mann", "▁Mann", "▁Mann"], None),                        # ... which reads the text
+    (["▁x", "y", "z", "x", "y", "z"], None),                    # three pieces: not inside a word
+]
+
+
+@pytest.mark.parametrize("pieces, expected", PIECES)
+def test_a_sub_word_piece_repeated_inside_a_word_is_a_loop(pieces, expected):
+    text = "".join(pieces).replace("\u2581", " ").strip()
+    words_loop = verdict(doubt([900], UNK, text))
+    assert verdict(doubt([900], UNK, text, pieces)) == (expected or words_loop)
+    if expected:
+        assert words_loop is None                                # the words alone miss it
+
+
 def test_a_loop_is_named_by_its_repeated_words():
     assert '"w5"' in doubt([900], UNK, words(4, 5, 5, 5))
     assert '"w5 w6"' in doubt([900], UNK, words(5, 6, 5, 6, 5, 6))
@@ -129,6 +152,9 @@ class WordTokenizer:
 
     def decode_batch(self, rows):
         return [" ".join(f"w{i}" for i in row) for row in rows]
+
+    def id_to_piece(self, i):
+        return f"\u2581w{i}"
 
 
 SEARCHES = [("1", "0.6"), ("2", "0.6"), ("4", "0.6"), ("4", "0.0"), ("4", "1.5")]

@@ -10,7 +10,10 @@ pytest.importorskip("onnxruntime")
 
 from transformer.data import load_corpus  # noqa: E402
 from transformer.decoding import beam_search, build_source_batch, greedy_decode  # noqa: E402
-from transformer.tools.export import ExportError, OnnxModel, export_model  # noqa: E402
+from transformer.decoding import PAPER_SEARCH  # noqa: E402
+from transformer.tools.export import ExportError, export_model  # noqa: E402
+from transformer.tools.manifest import FILES, FORMAT, page_files, read_manifest  # noqa: E402
+from transformer.tools.onnx_model import OnnxModel  # noqa: E402
 from transformer.fast import plain_form, record_attention  # noqa: E402
 from transformer.inference import load_model  # noqa: E402
 from transformer.training.recipes import recipe  # noqa: E402
@@ -44,11 +47,17 @@ def batch(model, ids):
 def test_manifest_lists_the_files_the_vocabulary_and_the_decoding_settings(trained):
     model, tokenizer, out = trained
     manifest = json.loads((out / "web" / "manifest.json").read_text())
-    assert set(manifest["files"]) == {"encoder.onnx", "decoder.onnx", "weights.bin", "spm.model"}
+    assert set(manifest["files"]) == set(FILES.values()) and manifest["format"] == FORMAT
+    assert {f["part"] for f in page_files(manifest).values()} == {"encoder", "decoder", "weights"}
+    for name, entry in manifest["files"].items():              # what read_manifest checks
+        assert entry["bytes"] == (out / "web" / name).stat().st_size
+    assert read_manifest(out / "web")["decoding"] == manifest["decoding"]
     assert len(manifest["vocabulary"]) == tokenizer.vocab_size == model.cfg.vocab_size
     assert manifest["scores"] == [tokenizer.sp.get_score(i) for i in range(tokenizer.vocab_size)]
     assert manifest["special_ids"] == {"pad": 0, "bos": 1, "eos": 2, "unk": 3}
-    assert manifest["decoding"]["beam_size"] == 4 and manifest["decoding"]["alpha"] == 0.6
+    search = manifest["decoding"]
+    assert (search["beam_size"], search["alpha"], search["max_extra"]) == (
+        PAPER_SEARCH.beam_size, PAPER_SEARCH.alpha, PAPER_SEARCH.max_extra)
     assert manifest["config"]["d_model"] == 64
 
 
@@ -142,7 +151,7 @@ def test_compare_forms_measures_each_form_against_the_fp32_graphs(trained, share
                                                                    tmp_path):
     """What benchmarks/book/weight_forms.py records: per split and form, the greedy-id agreement
     with the fp32 graphs and the BLEU change (here on a few sentences)."""
-    from transformer.tools.export import compare_forms
+    from benchmarks.book.weight_forms import compare_forms
     model, tokenizer, _ = trained
     body = compare_forms(model, tokenizer, forms=("fp16",), agreement_sentences=8,
                          bleu_sentences=8, data_root=shared_data, folder=tmp_path)

@@ -355,7 +355,7 @@ def interrupt_at(k: int, files: tuple[str, ...], start):
 
 
 def test_ctrl_c_reports_the_lines_in_the_file_wherever_it_lands(capsys, toy, tmp_path):
-    import transformer.decoding as decoding
+    import transformer.translation as translation
     import transformer.output as output
     source, target = tmp_path / "in.txt", tmp_path / "out.txt"
     source.write_text("the dog runs.\nthe green house.\na man sits.\n")
@@ -368,7 +368,7 @@ def test_ctrl_c_reports_the_lines_in_the_file_wherever_it_lands(capsys, toy, tmp
         k += 1
         target.write_text("old\n")
         # from the first decoding on: every point between decoding, writing and counting
-        tracer, seen = interrupt_at(k, files, decoding.translations.__code__)
+        tracer, seen = interrupt_at(k, files, translation.translations.__code__)
         sys.settrace(tracer)
         try:
             code, _, err = run_cli(capsys, translate_args(toy, source, target))

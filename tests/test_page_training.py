@@ -1,9 +1,10 @@
 """Chapter 4's training panel, checked in Chromium on the quick-mode site (tests/conftest.py
-builds and serves it; book/_ext/page_training.py, book/_ext/static/page_training.js,
-train_worker.js, train_model.js).
+builds and serves it; book/_ext/page_training.py, book/_ext/static/training: loader.js,
+panel.js, worker.js, model.js).
 
 * Nothing of the panel (its code, TensorFlow.js) is downloaded until the reader opens it;
-  the button announces the true size, and the download is at most 1.5 MB gzip-compressed.
+  the button announces the true size (what pressing it fetches), and the download is at
+  most 1.5 MB gzip-compressed.
 * The page's model is the package's: from the same weights, the loss and every gradient
   of a fixed batch agree with PyTorch's (``GRAD_TOLERANCE``), and ten Adam steps on the
   same batches give the same loss curve (``CURVE_TOLERANCE``).
@@ -17,6 +18,7 @@ train_worker.js, train_model.js).
 from __future__ import annotations
 
 import gzip
+import sys
 import warnings
 from pathlib import Path
 
@@ -27,10 +29,11 @@ from transformer.config import ModelConfig
 from transformer.loss import LabelSmoothingLoss
 from transformer.model import Transformer
 
+# the book's extensions import each other by name from book/_ext, as Sphinx loads them
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
+import page_training  # noqa: E402  (the panel's extension: what the panel downloads)
+
 PAGE = "book/04_multi_head.html"
-TFJS = ("tf.es2017.min.js", "tf-backend-wasm.es2017.min.js", "tfjs-backend-wasm-simd.wasm")
-PANEL_CODE = ("page_training.js", "page_training.css", "train_worker.js", "train_model.js",
-              "cached_fetch.js")
 LETTERS = "abcdefghij"
 # float32 on both sides, different orders of summation: the loss agrees within 1e-6 of
 # itself; every gradient within 1e-5 of its largest entry, plus 1e-7 (GRAD_FLOOR) for the
@@ -48,7 +51,7 @@ TRAIN_SECONDS = 120
 def open_panel(opened):
     page = opened.page
     page.click("button.tp-open")
-    page.wait_for_function("() => window.pageTraining && !document.querySelector('.tp-train')"
+    page.wait_for_function("() => window.attentionBook.training && !document.querySelector('.tp-train')"
                            ".disabled || document.querySelector('.tp-error')", timeout=120_000)
     assert not page.query_selector(".tp-error"), page.text_content(".tp-status")
     return page
@@ -64,25 +67,35 @@ def panel(new_page):
 
 
 def ask(page, kind: str, data: dict) -> dict:
-    return page.evaluate("([kind, data]) => window.pageTraining.ask(kind, data)", [kind, data])
+    return page.evaluate("([kind, data]) => window.attentionBook.training.ask(kind, data)", [kind, data])
 
 
 # ------------------------------------------------------------------ download
-def test_nothing_is_downloaded_until_the_panel_is_opened(open_page, site_dir):
+def test_nothing_is_downloaded_until_the_panel_is_opened(open_page, site_dir, base_url):
     opened = open_page(PAGE)
     opened.page.wait_for_timeout(1500)
-    fetched = [u for u in opened.requests if "/_static/tfjs/" in u or u.endswith(PANEL_CODE)]
+    listed = page_training.download_list(site_dir / "_static")
+    tfjs = {name for name, f in listed["tfjs"].items() if f["part"] != "wasm"}   # SIMD
+    fetched = [u for u in opened.requests if "/_static/tfjs/" in u or "/training/panel" in u
+               or "/training/worker" in u]
     assert not fetched, f"fetched before the panel was opened: {fetched}"
     static = site_dir / "_static"
-    files = [static / "tfjs" / f for f in TFJS] + [static / f for f in PANEL_CODE]
+    files = [static / "tfjs" / f for f in tfjs] + [static / name for group in ("code", "worker")
+                                                    for name in listed[group]]
     size = sum(f.stat().st_size for f in files)
+    assert size == page_training.download_bytes(listed)
     label = opened.page.text_content("button.tp-open")
     assert f"{size / 2**20:.1f} MiB" in label, label
     compressed = sum(len(gzip.compress(f.read_bytes())) for f in files)
     assert compressed <= 1.5e6, f"{compressed:,} bytes gzip-compressed"
+    before = len(opened.requests)
     page = open_panel(opened)
     asked = [u for u in opened.requests if "/_static/tfjs/" in u]
-    assert {u.rsplit("/", 1)[1] for u in asked} == set(TFJS), asked   # SIMD: one module
+    assert {u.rsplit("/", 1)[1] for u in asked} == tfjs, asked   # SIMD: one module
+    # what pressing the button fetched is what it announced
+    after = [u for u in opened.requests[before:] if u.startswith(base_url)]
+    got = sum((static / u.split("/_static/", 1)[1]).stat().st_size for u in after)
+    assert got == int(opened.page.evaluate("() => document.getElementById('train-panel').dataset.bytes")), after
     assert not opened.errors and not opened.outside, (opened.errors, opened.outside)
     assert "wasm SIMD" in page.text_content(".tp-status")
 
@@ -199,7 +212,7 @@ FRAMES = """() => { window.frames_ = new Promise((resolve) => {
 STOP_FRAMES = "() => { window.frames_stop_ = true; return window.frames_; }"
 BUSY_WORKER = ("() => { window.busy_ = new Worker(URL.createObjectURL(new Blob(["
                "'for (;;) {}'], {type: 'text/javascript'}))); }")
-MAPS = """() => { const m = window.pageTraining.maps;
+MAPS = """() => { const m = window.attentionBook.training.maps;
     return {what: m.what, cross: m.maps['decoder.cross'], rows: m.rows, cols: m.cols,
             canvases: Array.from(document.querySelectorAll('.tp-map canvas'), (c) => c.width)}; }"""
 
@@ -232,15 +245,15 @@ def trained(panel, new_page):
     try:
         control.page.evaluate(BUSY_WORKER)
         page.locator(".tp-train").scroll_into_view_if_needed()   # no scrolling in what is timed
-        page.evaluate("""() => { window.mapSteps_ = []; const p = window.pageTraining;
+        page.evaluate("""() => { window.mapSteps_ = []; const p = window.attentionBook.training;
             const show = p.showMaps.bind(p);
             p.showMaps = (maps, src, tgtIn, what) => { window.mapSteps_.push(what); show(maps, src, tgtIn, what); }; }""")
         page.click(".tp-train")
-        page.wait_for_function("() => window.pageTraining.maps", timeout=60_000)
+        page.wait_for_function("() => window.attentionBook.training.maps", timeout=60_000)
         before = page.evaluate(MAPS)
         control.page.evaluate(FRAMES)
         page.evaluate(FRAMES)
-        page.wait_for_function("() => window.pageTraining.result || document.querySelector('.tp-error')",
+        page.wait_for_function("() => window.attentionBook.training.result || document.querySelector('.tp-error')",
                                timeout=600_000)
         assert not page.query_selector(".tp-error"), page.text_content(".tp-status")
         page.wait_for_timeout(300)                                # the last maps drawn
@@ -250,9 +263,9 @@ def trained(panel, new_page):
     finally:
         control.close()
     return {"control": beside, "measured": measured,
-            "result": page.evaluate("() => window.pageTraining.result"),
-            "progress": page.evaluate("() => window.pageTraining.progress"),
-            "settings": page.evaluate("() => window.pageTraining.settings()"),
+            "result": page.evaluate("() => window.attentionBook.training.result"),
+            "progress": page.evaluate("() => window.attentionBook.training.progress"),
+            "settings": page.evaluate("() => window.attentionBook.training.settings()"),
             "map_steps": page.evaluate("() => window.mapSteps_"),
             "before": before, "after": page.evaluate(MAPS),
             "status": page.text_content(".tp-status")}
@@ -307,7 +320,7 @@ def test_a_typed_input_is_reversed_and_its_attention_shown(panel, trained):
     for text in ("badcfehg", "jjaaiibc", "gbjahcdi"):
         page.fill("input.tp-input", text)
         page.click("button.tp-run")
-        page.wait_for_function("(t) => window.pageTraining.maps.what.includes(t)", arg=text)
+        page.wait_for_function("(t) => window.attentionBook.training.maps.what.includes(t)", arg=text)
         shown = page.text_content(".tp-output")
         assert shown == f"→ {text[::-1]}", (text, shown)
         maps = page.evaluate(MAPS)
@@ -343,10 +356,13 @@ def test_the_panel_fits_a_phone(new_page):
         page = open_panel(opened)
         page.select_option("select[name=layers]", "2")
         page.click(".tp-train")
-        page.wait_for_function("() => window.pageTraining.progress.length >= 2", timeout=120_000)
+        page.wait_for_function("() => window.attentionBook.training.progress.length >= 2", timeout=120_000)
         page.click(".tp-stop")
-        page.wait_for_function("() => window.pageTraining.result", timeout=60_000)
+        page.wait_for_function("() => window.attentionBook.training.result", timeout=60_000)
         page.wait_for_timeout(300)
+        status = page.text_content(".tp-status")         # stopped: not yet worth an input
+        assert "stopped after" in status and "Type an input below" not in status, status
+        assert "Press Train" in status, status
         boxes = page.evaluate("""() => Array.from(document.querySelectorAll(
             '#train-panel select, #train-panel button, #train-panel input, #train-panel canvas'),
             (e) => { const b = e.getBoundingClientRect(); return [e.tagName, e.className, b.left, b.right, b.width]; })""")

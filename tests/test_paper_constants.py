@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from transformer import ModelConfig, Transformer
-from transformer.decoding import translate, translations
+from transformer.translation import translate, translations
 from transformer.fast import FastTransformer
 from transformer.layers import Residual
 from transformer.tools import cli

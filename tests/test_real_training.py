@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from transformer.data import load_corpus
-from transformer.decoding import translate
+from transformer.translation import translate
 from transformer.evaluate import score
 from transformer.inference import load_model
 from transformer.training.config import TrainConfig

@@ -5,8 +5,8 @@ The paper's plain form: :mod:`.attention` (3.2), :mod:`.feedforward` (3.3),
 :mod:`.schedule` (5.3), :mod:`.loss` (5.4), :mod:`.decoding` (6.1). The same model run
 faster, with each speed-up tested equal to the plain form: :mod:`transformer.fast`.
 Using a trained model: :mod:`.tokenizer`, :mod:`.data`, :mod:`.batching`,
-:mod:`.checkpoint`, :mod:`.inference` (:func:`load_model`), :mod:`.decoding`
-(:func:`translate`), :mod:`.evaluate` (:func:`score`), :mod:`.validation`.
+:mod:`.checkpoint`, :mod:`.inference` (:func:`load_model`), :mod:`.translation`
+(:func:`translate`), :mod:`.doubt`, :mod:`.evaluate` (:func:`score`), :mod:`.validation`.
 
 Training (section 5) is the subpackage :mod:`transformer.training`, imported on first use
 (:class:`Trainer`, :class:`TrainConfig`, the named recipes); the command line, the ONNX
@@ -14,7 +14,7 @@ export, Table 3's ablation, interop and provenance are :mod:`transformer.tools`.
 """
 from .attention import MultiHeadAttention, scaled_dot_product_attention
 from .config import ModelConfig
-from .decoding import beam_search, greedy_decode, translate
+from .decoding import beam_search, greedy_decode
 from .evaluate import score
 from .fast import FastTransformer, KVCache, fast_form, plain_form, record_attention
 from .inference import load_model
@@ -23,6 +23,7 @@ from .model import Transformer
 from .positional import sinusoidal_encoding
 from .schedule import noam_lr
 from .tokenizer import Tokenizer
+from .translation import translate
 
 # The training stack (and torch.distributed) loads on first use: ``transformer.Trainer``.
 _LAZY = {"Trainer": "training.loop", "TrainConfig": "training.config",

@@ -8,8 +8,10 @@ possible."
 * :func:`beam_search` keeps ``beam_size`` hypotheses per sentence and ranks finished ones
   by the GNMT length-normalised score ``log P(Y) / lp(Y)``, ``lp(Y) = ((5 + |Y|) / 6)^alpha``
   (Wu et al., 2016), where ``|Y|`` counts the output tokens including the final EOS.
-* :func:`translate` goes from strings to strings through a tokenizer; :func:`translations`
-  hands them over one by one as they are done.
+* :func:`build_source_batch` makes the searches' input from token lists.
+
+The strings-in, strings-out pipeline over these searches is :mod:`transformer.translation`;
+the display heuristic that flags a doubtful translation is :mod:`transformer.doubt`.
 
 Conventions shared by both searches:
 
@@ -45,20 +47,19 @@ Beam search stopping rule (``stopping``):
 from __future__ import annotations
 
 import math
-import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import torch
 
-from .batching import pack, pad
+from .batching import pad
 from .fast.kv_cache import KVCache
 from .validation import check_tokens
 from .errors import InputError
 
-__all__ = ["greedy_decode", "beam_search", "translate", "translations", "length_penalty",
-           "check_search", "sequence_scores", "build_source_batch", "Search", "PAPER_SEARCH"]
+__all__ = ["greedy_decode", "beam_search", "length_penalty", "check_search", "sequence_scores",
+           "build_source_batch", "Search", "PAPER_SEARCH"]
 
 
 @dataclass(frozen=True)
@@ -324,7 +325,7 @@ def sequence_scores(model, src: torch.Tensor, hypotheses: Sequence[Sequence[int]
         return (log_probs * valid).sum(1).cpu()
 
 
-# ------------------------------------------------------------------- translate
+# ---------------------------------------------------------------- the input
 def build_source_batch(ids: Sequence[Sequence[int]], pad_id: int, eos_id: int,
                        max_len: int | None = None, device=None) -> torch.Tensor:
     """Token lists -> (B, S) long tensor: each row is ``tokens + [eos]``, right-padded.
@@ -334,117 +335,3 @@ def build_source_batch(ids: Sequence[Sequence[int]], pad_id: int, eos_id: int,
     rows = [list(seq) if max_len is None else list(seq)[:max_len - 1] for seq in ids]
     out = pad(rows, pad_id, last=eos_id)
     return out if device is None else out.to(device)
-
-
-def _check_translate_args(sentences, beam_size, alpha, batch_size, max_tokens, max_extra):
-    if isinstance(sentences, str):
-        raise TypeError("sentences must be a list of strings, got a single str "
-                        "(wrap it in a list)")
-    sentences = list(sentences)
-    for i, s in enumerate(sentences):
-        if not isinstance(s, str):
-            raise TypeError(f"sentences[{i}] must be a str, got {type(s).__name__}")
-    check_search(beam_size, alpha, max_extra)
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-        raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
-    if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
-        raise InputError(f"max_tokens must be a positive integer or None, got {max_tokens!r}")
-    return sentences
-
-
-def translate(model, tokenizer, sentences: list[str], beam_size: int = PAPER_SEARCH.beam_size,
-              alpha: float = PAPER_SEARCH.alpha, batch_size: int = 64,
-              max_tokens: int | None = None, max_extra: int = PAPER_SEARCH.max_extra,
-              device=None) -> list[str]:
-    """Translate strings with beam search (greedy when ``beam_size == 1``).
-
-    Sentences are sorted by tokenized length so that each batch holds similar lengths,
-    and the translations come back in the input order. A batch holds at most
-    ``batch_size`` sentences and, if ``max_tokens`` is given, at most ``max_tokens``
-    padded source tokens. ``device`` is where the inputs go (default: the model's).
-    Sources longer than ``cfg.max_len`` are truncated with a warning. A blank sentence
-    (empty or only white space) gives an empty translation: there is nothing to translate.
-    """
-    sentences = _check_translate_args(sentences, beam_size, alpha, batch_size, max_tokens,
-                                      max_extra)
-    return _translate(model, tokenizer, sentences, beam_size, alpha, batch_size, max_tokens,
-                      max_extra, device)
-
-
-def translations(model, tokenizer, sentences: list[str],
-                 beam_size: int = PAPER_SEARCH.beam_size, alpha: float = PAPER_SEARCH.alpha,
-                 batch_size: int = 64, max_tokens: int | None = None,
-                 max_extra: int = PAPER_SEARCH.max_extra, device=None) -> Iterator[str]:
-    """:func:`translate`'s translations one by one, in input order, as they are done: the
-    sentences go through it ``batch_size`` consecutive ones at a time, so a reader (the
-    command line's ``translate``) can write each window's lines before the next is decoded
-    and keep them when it is interrupted."""
-    sentences = _check_translate_args(sentences, beam_size, alpha, batch_size, max_tokens,
-                                      max_extra)
-    for start in range(0, len(sentences), batch_size):
-        yield from _translate(model, tokenizer, sentences[start:start + batch_size], beam_size,
-                              alpha, batch_size, max_tokens, max_extra, device)
-
-
-def _translate(model, tokenizer, sentences, beam_size, alpha, batch_size, max_tokens,
-               max_extra, device) -> list[str]:
-    blank = [not s.strip() for s in sentences]
-    if all(blank):
-        return ["" for _ in sentences]
-    if any(blank):
-        done = iter(_translate(model, tokenizer, [s for s, b in zip(sentences, blank) if not b],
-                               beam_size, alpha, batch_size, max_tokens, max_extra, device))
-        return ["" if b else next(done) for b in blank]
-    cfg = model.cfg
-    device = device if device is not None else _device(model)
-    ids = [list(x) for x in tokenizer.encode_batch(sentences)]
-    if len(ids) != len(sentences):
-        raise ValueError(f"tokenizer.encode_batch returned {len(ids)} sequences for "
-                         f"{len(sentences)} sentences")
-    too_long = [i for i, x in enumerate(ids) if len(x) + 1 > cfg.max_len]
-    if too_long:
-        warnings.warn(f"{len(too_long)} source sentence(s) (first: index {too_long[0]}) are "
-                      f"longer than cfg.max_len={cfg.max_len} tokens and were truncated",
-                      stacklevel=3)
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]), reverse=True)
-    widths = [min(len(ids[i]) + 1, cfg.max_len) for i in order]          # with EOS
-    bounds = pack(widths, max_tokens, max_sentences=batch_size).tolist()
-    outputs: list[list[int] | None] = [None] * len(ids)
-    for start, end in zip(bounds[:-1], bounds[1:]):
-        batch = [ids[i] for i in order[start:end]]
-        src = build_source_batch(batch, cfg.pad_id, cfg.eos_id, cfg.max_len, device)
-        if beam_size == 1:
-            hyps = greedy_decode(model, src, max_extra=max_extra)
-        else:
-            hyps = beam_search(model, src, beam_size=beam_size, alpha=alpha,
-                               max_extra=max_extra)
-        for i, h in zip(order[start:end], hyps):
-            outputs[i] = h
-    return list(tokenizer.decode_batch(outputs))
-
-
-def doubt(source_ids: Sequence[int], unk_id: int, translation: str) -> str | None:
-    """Why a translation should not be trusted, or None.
-
-    Two signs the model is out of its depth, which the in-page translator
-    (book/_ext/static/translator.js, ``doubt``) checks the same way:
-
-    * most of the input is unknown to it: at least half of the source pieces are ``<unk>``
-      (emoji, another script);
-    * the translation loops: a run of words repeats back to back, a word or a pair of words
-      three times ("Hund Hund Hund"), three or more words twice ("über den Kreis über den
-      Kreis"). Sound sentences of the book's corpora do not repeat a word thrice in a row.
-    """
-    if source_ids:
-        unknown = sum(1 for i in source_ids if i == unk_id)
-        if 2 * unknown >= len(source_ids):
-            return f"most of the input is unknown to the model ({unknown} of " \
-                   f"{len(source_ids)} pieces)"
-    words = [w.strip(".,;:!?\"'«»„“”") for w in translation.split()]
-    for n in range(1, len(words) // 2 + 1):
-        times = 3 if n <= 2 else 2
-        for start in range(len(words) - n * times + 1):
-            gram = words[start:start + n]
-            if all(words[start + k * n:start + (k + 1) * n] == gram for k in range(1, times)):
-                return f"the translation repeats \"{' '.join(gram)}\" (a loop)"
-    return None

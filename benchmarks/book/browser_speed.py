@@ -42,7 +42,7 @@ from benchmarks.record import add_option
 from transformer_book.timing import Stopwatch
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8">
-<link rel="stylesheet" href="../_static/translator.css">
+<link rel="stylesheet" href="../_static/{style}">
 <script src="../_static/plotly.min.js"></script>{scripts}</head><body>
 <div id="live-translator" class="live-translator" data-model="../_static/model/"
  data-ort="../_static/ort/" {attributes}></div></body></html>"""
@@ -51,7 +51,8 @@ PAGE = """<!doctype html><html><head><meta charset="utf-8">
 def page_build():
     """``book/_ext/browser_model.py``: the book's Sphinx extension that lays out the page's
     model and code (it imports ``npm_cache``, loaded first)."""
-    return sphinx_extension("npm_cache") and sphinx_extension("browser_model")
+    return (sphinx_extension("npm_cache") and sphinx_extension("page_code")
+            and sphinx_extension("browser_model"))
 
 
 def fifteen_word_sentence() -> str:
@@ -79,12 +80,18 @@ def stage(checkpoint: Path, root: Path, weights: str, code_from: str | None = No
     shutil.copy2(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", static)
     export_checkpoint(checkpoint, static / "model", weights=weights)
     files = build.download_list(static)
-    # the scripts the page loads, of those this code has (earlier revisions: bpe.js too)
-    scripts = "".join(f'<script src="../_static/{name}"{" defer" * (name == "translator.js")}>'
-                      f"</script>" for name in ("bpe.js", "browser_model.js", "translator.js")
-                      if (static / name).is_file())
+    # the scripts the page loads: the widget's module (earlier revisions: classic scripts)
+    entry = getattr(build, "ENTRY", None)
+    if entry and (static / "book" / entry).is_file():
+        scripts = f'<script type="module" src="../_static/book/{entry}"></script>'
+        style = "book/translator/translator.css"
+    else:
+        scripts = "".join(f'<script src="../_static/{name}"{" defer" * (name == "translator.js")}>'
+                          f"</script>" for name in ("bpe.js", "browser_model.js", "translator.js")
+                          if (static / name).is_file())
+        style = "translator.css"
     (root / "book").mkdir()
-    page = PAGE.format(scripts=scripts, attributes=build.widget_attributes(files))
+    page = PAGE.format(scripts=scripts, style=style, attributes=build.widget_attributes(files))
     (root / "book" / "page.html").write_text(page)
     return files
 
@@ -120,13 +127,13 @@ def in_browser(root: Path, sentence: str, repeats: int) -> dict:
             times = {"greedy": [], "beam": []}
             for i in range(repeats + 1):
                 page.fill("input.lt-input", sentence)
-                page.evaluate("() => { window.liveTranslator.result = null; }")
+                page.evaluate("() => { window.attentionBook.translator.result = null; }")
                 page.click("button.lt-go")           # as a reader does; the page times it
                 page.wait_for_function(
-                    "() => window.liveTranslator.result && window.liveTranslator.maps "
+                    "() => window.attentionBook.translator.result && window.attentionBook.translator.maps "
                     "&& !document.querySelector('button.lt-go').disabled "
                     "|| document.querySelector('.lt-error')", timeout=300_000)
-                r = page.evaluate("() => window.liveTranslator.result")
+                r = page.evaluate("() => window.attentionBook.translator.result")
                 if r is None:
                     raise SystemExit(page.text_content(".lt-status"))
                 if i:                                    # the first run warms up
@@ -148,7 +155,7 @@ def in_browser(root: Path, sentence: str, repeats: int) -> dict:
 
 def in_python(checkpoint: Path, sentence: str, repeats: int, threads: int) -> dict:
     import torch
-    from transformer.decoding import translate
+    from transformer.translation import translate
     from transformer.inference import load_model
     with Stopwatch() as cli:
         run = subprocess.run([sys.executable, "-m", "transformer", "translate", str(checkpoint),

@@ -63,7 +63,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     import torch
     from transformer.data import load_corpus, part_names
-    from transformer.decoding import translate
+    from transformer.translation import translate
     from transformer.evaluate import score
     from transformer.inference import load_model
     torch.set_num_threads(args.threads)

@@ -32,7 +32,7 @@ from benchmarks.book import Served, sphinx_extension
 from benchmarks.record import add_option, save
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8">
-<script>{loader}</script></head><body>
+<script type="module" src="../_static/book/{loader}"></script></head><body>
 <div id="train-panel" data-static="../_static/" data-bytes="{size}" data-files="{files}"></div>
 </body></html>"""
 
@@ -40,7 +40,8 @@ PAGE = """<!doctype html><html><head><meta charset="utf-8">
 def stage(root: Path) -> dict:
     """The panel's page, its code and TensorFlow.js under ``root``, as the build lays them
     out; returns the download list (book/_ext/page_training.py's ``download_list``)."""
-    extension = sphinx_extension("npm_cache") and sphinx_extension("page_training")
+    extension = (sphinx_extension("npm_cache") and sphinx_extension("page_code")
+                 and sphinx_extension("page_training"))
     LOADER, copy_panel_files = extension.LOADER, extension.copy_panel_files
     download_bytes, download_list = extension.download_bytes, extension.download_list
     static = root / "_static"
@@ -67,21 +68,21 @@ def in_browser(root: Path, repeats: int) -> dict:
             page.goto(f"http://127.0.0.1:{server.server_port}/book/page.html")
             start = time.perf_counter()
             page.click("button.tp-open")
-            page.wait_for_function("() => window.pageTraining && !document.querySelector("
+            page.wait_for_function("() => window.attentionBook.training && !document.querySelector("
                                    "'.tp-train').disabled || document.querySelector('.tp-error')",
                                    timeout=300_000)
             ready_s = time.perf_counter() - start
             if page.query_selector(".tp-error"):
                 raise SystemExit(page.text_content(".tp-status"))
             sent = {p: n for p, n in Served.sent.items() if "/_static/" in p}
-            backend = page.evaluate("() => window.pageTraining.backend")
-            settings = page.evaluate("() => window.pageTraining.settings()")
+            backend = page.evaluate("() => window.attentionBook.training.backend")
+            settings = page.evaluate("() => window.attentionBook.training.settings()")
             for _ in range(repeats):
-                page.evaluate("() => { window.pageTraining.result = null; }")
+                page.evaluate("() => { window.attentionBook.training.result = null; }")
                 page.click(".tp-train")
-                page.wait_for_function("() => window.pageTraining.result || "
+                page.wait_for_function("() => window.attentionBook.training.result || "
                                        "document.querySelector('.tp-error')", timeout=600_000)
-                r = page.evaluate("() => window.pageTraining.result")
+                r = page.evaluate("() => window.attentionBook.training.result")
                 if not r or not r["reached"]:
                     raise SystemExit(f"99% not reached: {page.text_content('.tp-status')}")
                 runs.append(r)

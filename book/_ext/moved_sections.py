@@ -5,7 +5,7 @@ section moves (the learning path kept the paper, the "Under the hood" part took 
 engineering), its old address must still reach it. :data:`MOVED` is the one list of such
 moves: for each old page, the anchors that left it and the page and anchor they went to.
 Each old page loads ``static/moved_sections.js`` with its own part of the list in the
-script tag's ``data-moved`` attribute; when the address's anchor is not on the page, the
+script tag's ``data-moved`` attribute (``static/moved/moved_sections.js``); when the address's anchor is not on the page, the
 script replaces the address with the section's new one.
 
 Enabled from ``_config.yml``: ``sphinx: local_extensions: {moved_sections: book/_ext}``.
@@ -15,15 +15,22 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-SCRIPT = "moved_sections.js"
+STAGE = "_moved_static"
+SCRIPT = "book/moved/moved_sections.js"
 
 # old page -> {old anchor: "new page#new anchor"}; pages are Sphinx page names.
 MOVED: dict[str, dict[str, str]] = {}
 
 
+def _copy(srcdir: Path, static: Path) -> bool:
+    from page_code import copy_code
+    copy_code(static, "moved")
+    return True
+
+
 def _stage(app, config) -> None:
-    config.html_static_path = list(config.html_static_path) + [str(HERE / "static" / SCRIPT)]
+    from npm_cache import stage_static
+    stage_static(app, config, STAGE, _copy, "")
 
 
 def targets(app, pagename: str) -> dict[str, str]:

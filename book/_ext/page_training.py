@@ -5,70 +5,35 @@
   static site cannot send the cross-origin isolation headers that threads need) is
   fetched once with ``npm pack`` into ``.cache/`` (git-ignored) and copied to
   ``_static/tfjs/``; never from a CDN.
-* The panel's code goes to ``_static``: ``static/page_training.js`` (the panel),
-  ``static/page_training.css``, ``static/train_worker.js`` (the Web Worker that trains)
-  ``static/train_model.js`` (the package's plain model in TensorFlow.js) and
-  ``static/cached_fetch.js`` (the translator's download path, which the worker imports).
-* Chapter 9's translator (``<div id="live-translator">``, book/_ext/browser_model.py) also
-  gets ``static/explorer_files.js``: the reader's own exported model, from a file picker
-  or a dropped folder, read in the page.
-* A page that holds ``<div id="train-panel">`` gets one small inline script: it shows a
-  button with the size of the download and loads the panel's code and the library only
-  when the reader presses it. The element gets ``data-static`` (the path to ``_static``),
-  ``data-files`` (each library file's size and SHA-256: the keys of the browser's cache)
-  and ``data-bytes`` (what the panel downloads, its code included).
+* The panel's code (``static/training`` and the shared ``static/lib``, ES modules) goes to
+  ``_static/book/``. A page that holds ``<div id="train-panel">`` loads ``loader.js``
+  alone: a button with the size of the download, which loads ``panel.js`` (the panel),
+  its stylesheet and its worker (``worker.js``, with ``model.js``, the package's plain
+  model in TensorFlow.js) and the library only when the reader presses it. The element
+  gets ``data-static`` (the path to ``_static``), ``data-files`` (each library file's size,
+  SHA-256 and part: the keys of the browser's cache; and the panel's code) and
+  ``data-bytes`` (what pressing the button downloads).
 
 Enabled from ``_config.yml``: ``sphinx: local_extensions: {page_training: book/_ext}``.
 """
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 import shutil
 from pathlib import Path
 
 TFJS_VERSION = "4.22.0"
-# package -> its dist files the page uses (the two WebAssembly modules: SIMD or not)
-TFJS_FILES = {"@tensorflow/tfjs": ["tf.es2017.min.js"],
-              "@tensorflow/tfjs-backend-wasm": ["tf-backend-wasm.es2017.min.js",
-                                                "tfjs-backend-wasm-simd.wasm",
-                                                "tfjs-backend-wasm.wasm"]}
-PANEL_CODE = ("page_training.js", "page_training.css", "train_worker.js", "train_model.js",
-              "cached_fetch.js")
-# chapter 9's translator with the reader's own exported model (on the translator's page)
-EXPLORER_CODE = ("explorer_files.js",)
-TRANSLATOR = 'id="live-translator"'
+# package -> its dist files the page uses, by the part the worker asks for (the two
+# WebAssembly modules: SIMD or not)
+TFJS_FILES = {"@tensorflow/tfjs": {"library": "tf.es2017.min.js"},
+              "@tensorflow/tfjs-backend-wasm": {"backend": "tf-backend-wasm.es2017.min.js",
+                                                "wasm-simd": "tfjs-backend-wasm-simd.wasm",
+                                                "wasm": "tfjs-backend-wasm.wasm"}}
 STAGE = "_training_static"
-HERE = Path(__file__).resolve().parent
 PANEL = 'id="train-panel"'
-# The one script the page itself carries: a button; the rest loads when it is pressed.
-LOADER = """(function () {
-  function mount(el) {
-    var mib = (Number(el.dataset.bytes) / 1048576).toFixed(1);
-    var button = document.createElement("button");
-    button.type = "button";
-    button.className = "tp-open";
-    button.textContent = "Open the training panel (downloads " + mib + " MiB: TensorFlow.js and the panel)";
-    button.addEventListener("click", function () {
-      button.disabled = true;
-      button.textContent = "Loading the panel…";
-      var css = document.createElement("link");
-      css.rel = "stylesheet";
-      css.href = el.dataset.static + "page_training.css";
-      document.head.appendChild(css);
-      var js = document.createElement("script");
-      js.src = el.dataset.static + "page_training.js";
-      js.onload = function () { window.PageTrainingPanel.mount(el, button); };
-      js.onerror = function () { button.textContent = "The panel could not be loaded"; };
-      document.head.appendChild(js);
-    });
-    el.appendChild(button);
-  }
-  function start() { document.querySelectorAll("#train-panel").forEach(mount); }
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
-  else start();
-})();"""
+LOADER, PANEL_ENTRY, WORKER = "training/loader.js", "training/panel.js", "training/worker.js"
+STYLE = "training/panel.css"
 
 
 def _tfjs_dists(srcdir: Path) -> dict[str, Path] | None:
@@ -76,11 +41,11 @@ def _tfjs_dists(srcdir: Path) -> dict[str, Path] | None:
     from npm_cache import npm_package
     dists = {}
     for name, files in TFJS_FILES.items():
-        wanted = {f"package/dist/{f}" for f in files} | {"package/package.json",
-                                                          "package/LICENSE"}
+        wanted = {f"package/dist/{f}" for f in files.values()} | {"package/package.json",
+                                                                   "package/LICENSE"}
         package = npm_package(srcdir, name, TFJS_VERSION, keep=wanted.__contains__,
                               ready=lambda p, fs=files: all((p / "dist" / f).is_file()
-                                                            for f in fs))
+                                                            for f in fs.values()))
         if package is None:
             return None
         dists[name] = package / "dist"
@@ -90,14 +55,14 @@ def _tfjs_dists(srcdir: Path) -> dict[str, Path] | None:
 def copy_panel_files(srcdir: Path, static: Path) -> bool:
     """The panel's code into ``static`` and TensorFlow.js into ``static/tfjs``; False when
     TensorFlow.js cannot be found (the panel's code is copied all the same)."""
+    from page_code import copy_code
+    copy_code(static, "training")
     (static / "tfjs").mkdir(parents=True, exist_ok=True)
-    for name in PANEL_CODE + EXPLORER_CODE:
-        shutil.copy2(HERE / "static" / name, static / name)
     dists = _tfjs_dists(srcdir)
     if dists is None:
         return False
     for package, files in TFJS_FILES.items():
-        for name in files:
+        for name in files.values():
             shutil.copy2(dists[package] / name, static / "tfjs" / name)
     (static / "tfjs" / "NOTICE.txt").write_text(
         f"TensorFlow.js {TFJS_VERSION} (@tensorflow/tfjs, @tensorflow/tfjs-backend-wasm; "
@@ -107,21 +72,31 @@ def copy_panel_files(srcdir: Path, static: Path) -> bool:
 
 
 def download_list(static: Path) -> dict:
-    """What the panel downloads: ``{"tfjs": {name: {"bytes", "sha256"}}, "panel": {...}}``.
-    Of the two WebAssembly modules a browser fetches one (SIMD where it has it)."""
-    def entry(path: Path) -> dict:
-        data = path.read_bytes()
-        return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-    return {"tfjs": {name: entry(static / "tfjs" / name)
-                     for files in TFJS_FILES.values() for name in files
+    """What the panel downloads: ``{"tfjs": {name: {"bytes", "sha256", "part"}}, "code":
+    {...}}``, the code being what pressing the button fetches: the panel's modules the
+    page's loader has not loaded, its stylesheet, and its worker's modules (the worker
+    loads its own). Of the two WebAssembly modules a browser fetches one (SIMD where it has
+    it)."""
+    from page_code import code_entries, module_graph
+    loaded = set(module_graph(LOADER))
+    page = [m for m in module_graph(PANEL_ENTRY) if m not in loaded] + [STYLE]
+    return {"tfjs": {name: _entry(static / "tfjs" / name, part)
+                     for files in TFJS_FILES.values() for part, name in files.items()
                      if (static / "tfjs" / name).is_file()},
-            "panel": {name: entry(static / name) for name in PANEL_CODE}}
+            "code": code_entries(page),
+            # the worker fetches its modules itself, those the page has among them too
+            "worker": code_entries(module_graph(WORKER))}
+
+
+def _entry(path: Path, part: str) -> dict:
+    from page_code import file_entry
+    return file_entry(path, part=part)
 
 
 def download_bytes(files: dict) -> int:
     """The bytes a browser with WebAssembly SIMD downloads (not the plain module)."""
-    return sum(f["bytes"] for group in files.values() for name, f in group.items()
-               if name != "tfjs-backend-wasm.wasm")
+    return sum(f["bytes"] for group in files.values() for f in group.values()
+               if f.get("part") != "wasm")
 
 
 def _stage(app, config) -> None:
@@ -131,15 +106,12 @@ def _stage(app, config) -> None:
 
 
 def _page(app, pagename, templatename, context, doctree) -> None:
-    """The loader on the page that holds the panel, and what the panel will download;
-    explorer_files.js on the translator's page (after translator.js, which it extends)."""
+    """The loader on the page that holds the panel, and what the panel will download."""
     body = context.get("body", "")
-    if TRANSLATOR in body:
-        app.add_js_file("explorer_files.js", priority=700, defer="defer")
     if PANEL not in body:
         return
     files = download_list(Path(app.outdir).parent / STAGE)
-    app.add_js_file(None, body=LOADER)
+    app.add_js_file(f"book/{LOADER}", type="module")
     static = context["pathto"]("_static/", 1)
     attributes = (f'data-static="{html.escape(static)}" data-bytes="{download_bytes(files)}" '
                   f'data-files="{html.escape(json.dumps(files, separators=(",", ":")))}"')

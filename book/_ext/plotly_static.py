@@ -4,10 +4,12 @@
   and loaded with ``defer`` on every page with a figure, so that the text paints first;
   each figure's inline script waits for ``DOMContentLoaded`` (see
   :func:`transformer_book.viz.setup_plotly`, which leaves plotly.js out of each figure).
-* ``static/phone_layout.js``, deferred after plotly.js: each figure is drawn through its
-  ``bookNewPlot``, which fits the layout to a phone's width (legends and colour bars
-  below the plot, panels stacked, titles wrapped, controls on screen), draws it anew when
-  its width crosses the phone's switch, and moves apart texts that collide once drawn.
+* ``static/figures`` (ES modules, with the shared ``static/lib``), after plotly.js: each
+  figure is drawn through ``attentionBook.newPlot`` (``figures/redraw.js``), which fits the
+  layout to a phone's width (``lib/phone_layout.js``: legends and colour bars below the
+  plot, panels stacked, titles wrapped, controls on screen), draws it anew when its width
+  crosses the phone's switch, and moves apart texts that collide once drawn
+  (``figures/tidy.js``). ``figures/book.css``: the book's own styles.
 * MathJax 3: the es5 build from the npm registry's ``mathjax`` package. It is fetched
   once with ``npm pack mathjax@<version>`` into ``.cache/mathjax/`` (git-ignored) unless
   ``MATHJAX_DIR`` names an unpacked ``es5`` folder, then the files the page needs
@@ -64,8 +66,8 @@ def _stage(app, config) -> None:
     shutil.rmtree(stage, ignore_errors=True)
     stage.mkdir(parents=True)
     shutil.copy2(_plotly_js(), stage / "plotly.min.js")
-    shutil.copy2(Path(__file__).parent / "static" / "phone_layout.js", stage / "phone_layout.js")
-    (stage / "book.css").write_text(BOOK_CSS)
+    from page_code import copy_code
+    copy_code(stage, "figures")
     es5 = _mathjax_es5(Path(app.srcdir))
     if es5 is None:
         logger.warning("plotly_static: no MathJax found (install npm or set MATHJAX_DIR); "
@@ -83,9 +85,6 @@ def _stage(app, config) -> None:
 
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
-# Chapter cells and the package's source run to 100 columns: fit them without scrolling.
-BOOK_CSS = """div.cell div.cell_input pre, div.highlight-python pre { font-size: 0.78em; }
-"""
 
 
 def _quiet_plotly_mime() -> None:
@@ -112,8 +111,9 @@ def _page_scripts(app, pagename, templatename, context, doctree) -> None:
         # Deferred: the page's text paints first; the figures' inline scripts wait for
         # DOMContentLoaded (transformer_book.viz.after_page_load), which comes after it.
         app.add_js_file("plotly.min.js", priority=100, defer="defer")
-        # bookNewPlot: each figure's layout fitted to a phone's width (static/phone_layout.js)
-        app.add_js_file("phone_layout.js", priority=101, defer="defer")
+        # attentionBook.newPlot: each figure's layout fitted to a phone's width (a module:
+        # it runs after plotly.js, deferred too, and before DOMContentLoaded)
+        app.add_js_file("book/figures/figures.js", priority=101, type="module")
     scripts = context.get("script_files")
     if scripts:
         seen, unique = set(), []
@@ -147,5 +147,5 @@ def setup(app):
     app.connect("build-finished", _redirect_icon)
     app.connect("config-inited", _stage, priority=900)
     app.connect("html-page-context", _page_scripts, priority=900)
-    app.add_css_file("book.css")
+    app.add_css_file("book/figures/book.css")
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

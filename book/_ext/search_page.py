@@ -5,9 +5,9 @@ page's ``[role="main"]`` element. In this theme that element also holds the page
 its "Contents" box, every code cell with its "Show code cell source" toggle, the paper's
 quotations (chapters 2 and 10 quote the same sentence) and the TeX of the maths, so a
 snippet could read "...Contents...", a line of code, another chapter's quotation or
-``\(\mathrm{LayerNorm}(x)\)``. ``static/search_text.js``, on the search page only,
+``\(\mathrm{LayerNorm}(x)\)``. ``static/search/search_text.js`` (a module), on the search page only,
 replaces Sphinx's ``Search.htmlToText`` once the page has loaded: it removes those parts
-before Sphinx takes the text and writes inline maths as plain text (``√d_k``). ``static/search_page.css`` hides the header's and the
+before Sphinx takes the text and writes inline maths as plain text (``√d_k``). ``static/search/search_page.css`` hides the header's and the
 sidebar's search buttons there: the page has its own field.
 
 Enabled from ``_config.yml``: ``sphinx: local_extensions: {search_page: book/_ext}``.
@@ -16,19 +16,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-FILES = ("search_text.js", "search_page.css")
+STAGE = "_search_static"
+
+
+def _copy(srcdir: Path, static: Path) -> bool:
+    from page_code import copy_code
+    copy_code(static, "search")
+    return True
 
 
 def _stage(app, config) -> None:
-    config.html_static_path = list(config.html_static_path) + [
-        str(HERE / "static" / name) for name in FILES]
+    from npm_cache import stage_static
+    stage_static(app, config, STAGE, _copy, "")
 
 
 def _page(app, pagename, templatename, context, doctree) -> None:
     if pagename == "search":
-        app.add_js_file("search_text.js")
-        app.add_css_file("search_page.css")
+        app.add_js_file("book/search/search_text.js", type="module")
+        app.add_css_file("book/search/search_page.css")
 
 
 def setup(app):

@@ -23,12 +23,12 @@ def default_renderer() -> str | None:
 
 def after_page_load(html: str) -> str:
     """Draw a figure once the page has loaded (``DOMContentLoaded``), through the book's
-    ``bookNewPlot`` where the page has it.
+    ``attentionBook.newPlot`` where the page has it.
 
     The book loads plotly.js with ``defer`` (book/_ext/plotly_static.py), so that the text
     paints before 4.8 MB of script is parsed; deferred scripts run before
     ``DOMContentLoaded``, so ``Plotly`` exists when the figures are drawn. The site's
-    ``phone_layout.js`` (deferred too) defines ``bookNewPlot``, which fits the layout to a
+    ``figures.js`` (a module: run in order with them) defines ``attentionBook.newPlot``, which fits the layout to a
     phone's width before plotly draws it; elsewhere ``Plotly.newPlot`` draws it as written.
     """
     import re
@@ -36,7 +36,7 @@ def after_page_load(html: str) -> str:
     def wait(match):
         start, body, end = match.groups()
         if "Plotly.newPlot" in body:
-            body = body.replace("Plotly.newPlot(", "(window.bookNewPlot || Plotly.newPlot)(")
+            body = body.replace("Plotly.newPlot(", "((window.attentionBook || {}).newPlot || Plotly.newPlot)(")
             body = f'document.addEventListener("DOMContentLoaded", function () {{{body}}});'
         return start + body + end
 

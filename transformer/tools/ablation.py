@@ -226,7 +226,7 @@ def run_row(row: Row, cfg: TrainConfig, tokenizer, *, beam: int = PAPER_SEARCH.b
             bleu_sentences: int = 0) -> dict:
     """Train (or resume) ``row`` and score its last checkpoint on the valid split: dev
     perplexity, and sacreBLEU of beam search (as the paper: no checkpoint averaging)."""
-    from ..decoding import translate
+    from ..translation import translate
     from ..evaluate import score
     from ..training.loop import Trainer
     trainer = Trainer.from_config(cfg, tokenizer=tokenizer)

@@ -38,7 +38,9 @@ import torch
 from ..checkpoint import average_checkpoints, checkpoint_file, save_checkpoint, step_checkpoints
 from ..corpora import CORPORA, fetch
 from ..data import load_corpus
-from ..decoding import PAPER_SEARCH, check_search, doubt, translate, translations
+from ..decoding import PAPER_SEARCH, check_search
+from ..doubt import doubt
+from ..translation import translate, translations
 from ..errors import ISSUES, InputError, UserError
 from ..evaluate import format_score, score
 from ..inference import load_model, resolve_device
@@ -470,13 +472,14 @@ def cmd_translate(args):
         # opened before reading and decoding: a path that cannot be written fails at once
         sink = open_output(args.output)
         lines = read_sentences(args.input)
-        for line in translations(model, tokenizer, lines, beam_size=args.beam,
+        for done in translations(model, tokenizer, lines, beam_size=args.beam,
                                  alpha=args.alpha, max_extra=args.max_extra,
                                  device=next(model.parameters()).device):
             with ctrl_c.held():
-                sink.write(line + "\n")
+                sink.write(done.text + "\n")
                 written += 1
-            reason = doubt(tokenizer.encode(lines[written - 1]), model.cfg.unk_id, line)
+            reason = doubt(done.source, model.cfg.unk_id, done.text,
+                           [tokenizer.id_to_piece(i) for i in done.ids])
             if reason:                     # on stderr: the output keeps one line per input
                 print(f"line {written}: the model is unsure: {reason}", file=sys.stderr)
         ctrl_c.holding = True              # all written: a Ctrl-C now changes nothing

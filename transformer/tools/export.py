@@ -15,23 +15,24 @@
   with its own scale; biases, norms and the positional table stay fp32). A smaller form
   is dequantised by the graph itself (``Cast``, and ``Mul`` by the scales), a constant
   expression that onnxruntime folds when it loads the graph: the arithmetic stays fp32,
-  only the stored weights are rounded. :func:`compare_forms` measures what the rounding
-  changes (greedy ids and BLEU against the fp32 graphs);
+  only the stored weights are rounded (``benchmarks/book/weight_forms.py`` measures what
+  the rounding changes: greedy ids and BLEU against the fp32 graphs);
 * ``spm.model``: the shared BPE vocabulary;
-* ``manifest.json``: the configuration, the special ids, the vocabulary's pieces and
-  scores (the page's own BPE encoder merges by them), the decoding settings of section
-  6.1, and the size and SHA-256 of every file.
+* ``manifest.json`` (:mod:`transformer.tools.manifest`, the one home of the format and
+  the file list): the configuration, the special ids, the vocabulary's pieces and scores
+  (the page's own BPE encoder merges by them), the decoding settings of section 6.1, and
+  the part, size and SHA-256 of every file.
 
 The graphs are the paper's plain form (:mod:`transformer.model`): no cache and no packing,
 whose data-dependent shapes do not belong in a graph. The search loop (greedy, or beam 4
 with the length penalty) runs outside, in the same algorithm as :mod:`transformer.decoding`:
-:class:`OnnxModel` runs it in Python over onnxruntime (tests/test_export.py checks the
-token ids against the torch model's), and the book's page runs it in JavaScript.
+:class:`~transformer.tools.onnx_model.OnnxModel` runs it in Python over onnxruntime
+(tests/test_export.py checks the token ids against the torch model's), and the book's page
+runs it in JavaScript.
 """
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import warnings
 from pathlib import Path
@@ -39,23 +40,20 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ..config import ModelConfig
 from ..decoding import PAPER_SEARCH
 from ..fast import plain_form, record_attention
 from ..model import Transformer
 from ..output import output_folder
 from ..tokenizer import Tokenizer
-from ..errors import InputError
+from .manifest import FILES, ExportError, write_manifest
+from .onnx_model import OnnxModel
 
-FORMAT = 1
+__all__ = ["export_model", "export_checkpoint", "check_export", "rounded_model", "round_weights",
+           "ExportError", "OnnxModel", "WEIGHT_FORMS", "DECODING"]
 WEIGHT_FORMS = ("fp32", "fp16", "int8")
 DECODING = {"beam_size": PAPER_SEARCH.beam_size, "alpha": PAPER_SEARCH.alpha,
             "max_extra": PAPER_SEARCH.max_extra, "stopping": "count",
             "min_output_tokens": 1}
-
-
-class ExportError(InputError):
-    """The model cannot be exported as asked; the message names the problem."""
 
 
 class EncoderGraph(nn.Module):
@@ -94,11 +92,7 @@ def _require_onnx():
                           f"missing): pip install onnx onnxruntime") from None
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-WEIGHTS = "weights.bin"
+WEIGHTS = FILES["weights"]
 EXTERNAL_MIN_BYTES = 1024        # smaller tensors stay inside their graph
 
 
@@ -249,35 +243,31 @@ def _write_export(model, tokenizer, out: Path, opset, check, source, weights) ->
     encoder, decoder = EncoderGraph(plain), DecoderGraph(plain)
     with torch.no_grad():
         memory, _ = encoder(sample_src)
-    _export(encoder, (sample_src,), out / "encoder.onnx", ["src"],
+    _export(encoder, (sample_src,), out / FILES["encoder"], ["src"],
             ["memory", "encoder_attention"],
             {"src": {0: "batch", 1: "src_len"}, "memory": {0: "batch", 1: "src_len"},
              "encoder_attention": {1: "batch", 3: "src_len", 4: "src_len"}}, opset)
-    _export(decoder, (sample_tgt, memory, sample_src), out / "decoder.onnx",
+    _export(decoder, (sample_tgt, memory, sample_src), out / FILES["decoder"],
             ["tgt_in", "memory", "src"], ["logits", "self_attention", "cross_attention"],
             {"tgt_in": {0: "batch", 1: "tgt_len"}, "memory": {0: "batch", 1: "src_len"},
              "src": {0: "batch", 1: "src_len"}, "logits": {0: "batch"},
              "self_attention": {1: "batch", 3: "tgt_len", 4: "tgt_len"},
              "cross_attention": {1: "batch", 3: "tgt_len", 4: "src_len"}}, opset)
-    for name in ("encoder.onnx", "decoder.onnx"):
-        _store_rounded(out / name, plain, weights)
-    _share_weights([out / "encoder.onnx", out / "decoder.onnx"], out / WEIGHTS)
-    (out / "spm.model").write_bytes(tokenizer.serialized())
+    graphs = [out / FILES["encoder"], out / FILES["decoder"]]
+    for path in graphs:
+        _store_rounded(path, plain, weights)
+    _share_weights(graphs, out / WEIGHTS)
+    (out / FILES["tokenizer"]).write_bytes(tokenizer.serialized())
     if check:
         check_export(rounded_model(plain, weights), out)
-    manifest = {
-        "format": FORMAT, "source": source, "weights": weights, "config": cfg.to_dict(),
+    return write_manifest(out, {
+        "source": source, "weights": weights, "config": cfg.to_dict(),
         "special_ids": {"pad": cfg.pad_id, "bos": cfg.bos_id, "eos": cfg.eos_id,
                         "unk": cfg.unk_id},
         "decoding": DECODING,
         "vocabulary": [tokenizer.id_to_piece(i) for i in range(tokenizer.vocab_size)],
         "scores": [tokenizer.sp.get_score(i) for i in range(tokenizer.vocab_size)],
-        "normalization": "nmt_nfkc, add_dummy_prefix, remove_extra_whitespaces",
-        "files": {name: {"bytes": (out / name).stat().st_size, "sha256": _sha256(out / name)}
-                  for name in ("encoder.onnx", "decoder.onnx", WEIGHTS, "spm.model")},
-    }
-    (out / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1))
-    return manifest
+        "normalization": "nmt_nfkc, add_dummy_prefix, remove_extra_whitespaces"})
 
 
 def export_checkpoint(path: str | os.PathLike, out: str | os.PathLike, **kwargs) -> dict:
@@ -285,64 +275,6 @@ def export_checkpoint(path: str | os.PathLike, out: str | os.PathLike, **kwargs)
     from ..inference import load_model
     model, tokenizer = load_model(path)
     return export_model(model, tokenizer, out, source=Path(path).name, **kwargs)
-
-
-# ------------------------------------------------------------- running the graphs
-class OnnxModel:
-    """The exported graphs behind the interface :mod:`transformer.decoding` searches with.
-
-    ``source_mask``, ``encode``, ``decode`` (which returns the next token's logits, so
-    ``project`` is the identity) and ``cfg``: ``greedy_decode(OnnxModel(dir), src)`` and
-    ``beam_search(...)`` then run on onnxruntime, recomputing the prefix each step as the
-    browser does. ``attention`` holds the last call's weights.
-    """
-
-    def __init__(self, folder: str | os.PathLike, threads: int = 1):
-        import onnxruntime as ort
-        folder = Path(folder)
-        manifest = json.loads((folder / "manifest.json").read_text())
-        for name, entry in manifest["files"].items():
-            if _sha256(folder / name) != entry["sha256"]:
-                raise ExportError(f"{folder / name} does not match manifest.json's checksum")
-        self.cfg = ModelConfig.from_dict(manifest["config"])
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = options.inter_op_num_threads = threads
-        self.encoder = ort.InferenceSession(str(folder / "encoder.onnx"), options)
-        self.decoder = ort.InferenceSession(str(folder / "decoder.onnx"), options)
-        self.training, self.attention = False, {}
-
-    # decoding's conventions: eval mode, no parameters, no cache
-    def eval(self):
-        return self
-
-    def train(self, mode: bool = True):
-        return self
-
-    def parameters(self):
-        return iter(())
-
-    def source_mask(self, src: torch.Tensor) -> torch.Tensor:
-        """(B, 1, 1, S) bool, True at real source tokens (as the torch model's)."""
-        return (src != self.cfg.pad_id)[:, None, None, :]
-
-    def encode(self, src: torch.Tensor, src_mask=None) -> torch.Tensor:
-        memory, weights = self.encoder.run(None, {"src": src.numpy()})
-        self.attention["encoder.self"] = torch.from_numpy(weights)
-        return torch.from_numpy(memory)
-
-    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor):
-        # The decoder graph reads the source padding from token ids (as the browser passes
-        # them) by comparing them with pad_id: ids that are padding exactly where the mask
-        # hides a key stand for the mask.
-        src = torch.where(src_mask.flatten(1), self.cfg.eos_id, self.cfg.pad_id)
-        logits, self_w, cross_w = self.decoder.run(
-            None, {"tgt_in": tgt_in.numpy(), "memory": memory.numpy(), "src": src.numpy()})
-        self.attention.update({"decoder.self": torch.from_numpy(self_w),
-                               "decoder.cross": torch.from_numpy(cross_w)})
-        return torch.from_numpy(logits)[:, None, :]   # (B, 1, V): the last position
-
-    def project(self, logits: torch.Tensor) -> torch.Tensor:
-        return logits
 
 
 def check_export(model: Transformer, folder: str | os.PathLike, atol: float = 1e-4) -> None:
@@ -356,8 +288,8 @@ def check_export(model: Transformer, folder: str | os.PathLike, atol: float = 1e
     with torch.no_grad():
         memory, enc_w = EncoderGraph(model)(src)
         logits, self_w, cross_w = DecoderGraph(model)(tgt_in, memory, src)
-    encoder = ort.InferenceSession(str(folder / "encoder.onnx"))
-    decoder = ort.InferenceSession(str(folder / "decoder.onnx"))
+    encoder = ort.InferenceSession(str(folder / FILES["encoder"]))
+    decoder = ort.InferenceSession(str(folder / FILES["decoder"]))
     got = dict(zip(["memory", "encoder_attention"], encoder.run(None, {"src": src.numpy()})))
     got.update(zip(["logits", "self_attention", "cross_attention"], decoder.run(
         None, {"tgt_in": tgt_in.numpy(), "memory": memory.numpy(), "src": src.numpy()})))
@@ -368,64 +300,3 @@ def check_export(model: Transformer, folder: str | os.PathLike, atol: float = 1e
         if not diff <= atol:
             raise ExportError(f"the exported {name} differs from torch's by {diff:.2e} "
                               f"(> {atol}): the graph in {folder} is wrong")
-
-
-# ------------------------------------------------------- what a smaller form changes
-def _greedy_ids(model, tokenizer, sentences: list[str], batch_size: int = 32) -> list[list[int]]:
-    from ..decoding import build_source_batch, greedy_decode
-    cfg, out = model.cfg, []
-    for start in range(0, len(sentences), batch_size):
-        ids = [tokenizer.encode(s) for s in sentences[start:start + batch_size]]
-        out += greedy_decode(model, build_source_batch(ids, cfg.pad_id, cfg.eos_id, cfg.max_len))
-    return out
-
-
-def compare_forms(model: Transformer, tokenizer: Tokenizer, forms=("int8", "fp16"),
-                  splits=(("multi30k-en-de", "test"), ("tatoeba-en-de", "test")),
-                  agreement_sentences: int = 200, bleu_sentences: int = 0, beam_size: int = PAPER_SEARCH.beam_size,
-                  data_root=None, folder=None) -> dict:
-    """What storing the weights in a smaller form changes, measured on the exported graphs
-    in onnxruntime (the page's arithmetic): for each form and each split, the share of the
-    first ``agreement_sentences`` test sentences whose greedy token ids equal the fp32
-    graphs' (and the first that differs), and the BLEU of both with beam ``beam_size``
-    (the page's search) on the first ``bleu_sentences`` (0: the whole split). The graphs
-    are exported into ``folder`` (a temporary one by default). Returns the record's body."""
-    import tempfile
-    from ..data import load_corpus
-    from ..decoding import translate
-    from ..evaluate import score
-    if agreement_sentences < 1 or bleu_sentences < 0:
-        raise InputError(f"agreement_sentences must be >= 1 and bleu_sentences >= 0 (0: all), "
-                         f"got {agreement_sentences} and {bleu_sentences}")
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(folder or tmp)
-        graphs, sizes = {}, {}
-        for form in ("fp32",) + tuple(f for f in forms if f != "fp32"):
-            manifest = export_model(model, tokenizer, root / form, weights=form)
-            graphs[form] = OnnxModel(root / form)
-            sizes[form] = sum(manifest["files"][n]["bytes"]
-                              for n in ("encoder.onnx", "decoder.onnx", WEIGHTS))
-        result = {"model_bytes": sizes, "beam_size": beam_size, "splits": {}}
-        for corpus, split in splits:
-            data = load_corpus(corpus, split, root=data_root)
-            chosen = data.src[:agreement_sentences]
-            n_bleu = min(bleu_sentences or len(data.src), len(data.src))
-            greedy = {f: _greedy_ids(g, tokenizer, chosen) for f, g in graphs.items()}
-            bleu = {f: score(translate(g, tokenizer, data.src[:n_bleu], beam_size=beam_size),
-                             data.tgt[:n_bleu])["bleu"] for f, g in graphs.items()}
-            entry = {"agreement_sentences": len(chosen), "bleu_sentences": n_bleu,
-                     "bleu": {"fp32": bleu["fp32"]}, "forms": {}}
-            for form in graphs:
-                if form == "fp32":
-                    continue
-                same = [a == b for a, b in zip(greedy[form], greedy["fp32"])]
-                first = next((i for i, s in enumerate(same) if not s), None)
-                entry["forms"][form] = {
-                    "greedy_agreement": sum(same) / len(same), "bleu": bleu[form],
-                    "bleu_change": bleu[form] - bleu["fp32"],
-                    "first_difference": None if first is None else {
-                        "sentence": chosen[first],
-                        form: tokenizer.decode(greedy[form][first]),
-                        "fp32": tokenizer.decode(greedy["fp32"][first])}}
-            result["splits"][f"{corpus}/{split}"] = entry
-    return result

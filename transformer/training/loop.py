@@ -486,7 +486,7 @@ class Trainer:
                   "valid_tokens": tokens}
         n = self.cfg.eval_bleu_sentences
         if n and self.dist.main and self.tokenizer is not None and self.valid is not None:
-            from ..decoding import translate
+            from ..translation import translate
             from ..evaluate import score
             hyps = translate(self.model, self.tokenizer, self.valid.src[:n], beam_size=1,
                              device=self.device)

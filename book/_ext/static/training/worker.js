@@ -1,10 +1,11 @@
-/* The training panel's Web Worker: TensorFlow.js, the page's model (train_model.js) and
- * the training loop, off the page's main thread.
+/* The training panel's Web Worker (a module worker): TensorFlow.js, the page's model
+ * (model.js) and the training loop, off the page's main thread.
  *
  * tfjs-core and its WebAssembly backend (one thread: a static site cannot send the
  * cross-origin isolation headers that threads need) are listed in the page with their
- * size and SHA-256 (data-files, written by book/_ext/page_training.py) and kept in the
- * Cache API under their SHA-256: a second visit downloads none of them.
+ * size, SHA-256 and part (data-files, written by book/_ext/page_training.py) and kept in
+ * the Cache API under their SHA-256: a second visit downloads none of them. TensorFlow.js
+ * is a script, not a module: imported from its bytes, it defines its global `tf`.
  *
  * Messages in: {id, type, ...}; out, for each id, any number of {id, type: "progress" |
  * "maps"} then one {id, type: "done", ...} or {id, type: "error", message}.
@@ -16,30 +17,30 @@
  *   gradients {config, weights, batch}       loss and every gradient (the parity test)
  *   steps {config, weights, batches, lr}     the losses of Adam steps (the parity test)
  */
-/* global tf, PageTraining, bookFetch */
-"use strict";
+/* global tf */
+import {cachedBytes} from "../lib/cached_fetch.js";
+import {partName} from "../lib/downloads.js";
+import {hasSimd, requireWebAssembly} from "../lib/webassembly.js";
+import * as P from "./model.js";
 
 const CACHE = "attention-book-training";
 let model = null, settings = null, stopping = false;
 
-importScripts("cached_fetch.js");          // the download and its check, beside this file
-
 async function cachedBlobUrl(url, sha, type) {
-  return URL.createObjectURL(new Blob([await bookFetch.cachedBytes(url, sha, CACHE)], {type}));
+  return URL.createObjectURL(new Blob([await cachedBytes(url, sha, {cache: CACHE})], {type}));
 }
 
 async function load({files, base}) {
-  if (typeof WebAssembly !== "object") throw new Error("this browser has no WebAssembly: the panel cannot train here");
-  const url = (name) => new URL(base + name, location.href).href;
+  requireWebAssembly("the panel");
   const lib = files.tfjs;
-  importScripts(await cachedBlobUrl(url("tf.es2017.min.js"), lib["tf.es2017.min.js"].sha256, "text/javascript"));
-  importScripts(await cachedBlobUrl(url("tf-backend-wasm.es2017.min.js"), lib["tf-backend-wasm.es2017.min.js"].sha256, "text/javascript"));
-  importScripts(new URL("train_model.js", location.href).href);
-  const simd = await WebAssembly.validate(new Uint8Array([   // a module with one SIMD op
-    0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0,
-    253, 15, 253, 98, 11]));
-  const wasm = simd ? "tfjs-backend-wasm-simd.wasm" : "tfjs-backend-wasm.wasm";
-  const wasmUrl = await cachedBlobUrl(url(wasm), lib[wasm].sha256, "application/wasm");
+  const fetchPart = (part, type) => {
+    const name = partName(lib, part);
+    return cachedBlobUrl(base + name, lib[name].sha256, type);
+  };
+  await import(await fetchPart("library", "text/javascript"));       // defines tf
+  await import(await fetchPart("backend", "text/javascript"));       // adds tf.wasm
+  const simd = hasSimd();
+  const wasmUrl = await fetchPart(simd ? "wasm-simd" : "wasm", "application/wasm");
   tf.wasm.setWasmPaths({"tfjs-backend-wasm.wasm": wasmUrl, "tfjs-backend-wasm-simd.wasm": wasmUrl,
                         "tfjs-backend-wasm-threaded-simd.wasm": wasmUrl});
   if (!(await tf.setBackend("wasm"))) throw new Error("TensorFlow.js could not start its WebAssembly backend");
@@ -95,7 +96,6 @@ function exampleMaps(example) {
 const pause = () => new Promise((resolve) => setTimeout(resolve, 0));
 
 async function train(id, s) {
-  const P = PageTraining;
   if (model) model.dispose();
   settings = s;
   stopping = false;
@@ -109,7 +109,7 @@ async function train(id, s) {
   const variables = model.variables();
   const start = performance.now();
   let accuracy = 0, loss = NaN, step = 0, reached = null;
-  self.postMessage({id, type: "maps", step: 0, maps: exampleMaps(example), example});
+  postMessage({id, type: "maps", step: 0, maps: exampleMaps(example), example});
   while (step < s.max_steps && !stopping) {
     step++;
     const batch = P.taskBatch(s.task, s.batch, s.length, s.symbols, random);
@@ -123,8 +123,8 @@ async function train(id, s) {
         accuracy = sequenceAccuracy(held);
         if (accuracy >= s.target && reached === null) reached = {step, seconds: (performance.now() - start) / 1000};
       }
-      self.postMessage({id, type: "progress", step, loss, accuracy, seconds: (performance.now() - start) / 1000});
-      if (step % s.maps_every === 0) self.postMessage({id, type: "maps", step, maps: exampleMaps(example), example});
+      postMessage({id, type: "progress", step, loss, accuracy, seconds: (performance.now() - start) / 1000});
+      if (step % s.maps_every === 0) postMessage({id, type: "maps", step, maps: exampleMaps(example), example});
       value.dispose();
       if (reached) break;
       await pause();                                     // let "stop" arrive
@@ -133,14 +133,14 @@ async function train(id, s) {
     }
   }
   optimizer.dispose();
-  self.postMessage({id, type: "maps", step, maps: exampleMaps(example), example});
+  postMessage({id, type: "maps", step, maps: exampleMaps(example), example});
   return {step, loss, accuracy, reached, seconds: (performance.now() - start) / 1000,
           stopped: stopping, parameters: variables.reduce((n, v) => n + v.size, 0)};
 }
 
 function run({symbols}) {
   if (!model) throw new Error("train a model first");
-  const P = PageTraining, L = settings.length;
+  const L = settings.length;
   if (symbols.length !== L) throw new Error(`type exactly ${L} symbols (got ${symbols.length})`);
   const src = Int32Array.from(symbols, (c) => P.SPECIALS + c);
   const out = [P.BOS];
@@ -158,7 +158,7 @@ function run({symbols}) {
 
 /* ------------------------------------------------ the parity test's two requests */
 function gradients({config, weights, batch}) {
-  const m = new PageTraining.PageTransformer(config, weights);
+  const m = new P.PageTransformer(config, weights);
   const [src, tgtIn, tgtOut] = tensors(batch);
   const {value, grads} = tf.variableGrads(() => m.loss(src, tgtIn, tgtOut), m.variables());
   const named = {};
@@ -170,7 +170,7 @@ function gradients({config, weights, batch}) {
 }
 
 function steps({config, weights, batches, lr}) {
-  const m = new PageTraining.PageTransformer(config, weights);
+  const m = new P.PageTransformer(config, weights);
   const optimizer = tf.train.adam(lr, 0.9, 0.999, 1e-8);
   const losses = batches.map((b) => {
     const value = tf.tidy(() => {
@@ -188,14 +188,14 @@ function steps({config, weights, batches, lr}) {
 
 const HANDLERS = {load, run, gradients, steps};
 
-self.onmessage = async (event) => {
+addEventListener("message", async (event) => {
   const {id, type} = event.data;
   if (type === "stop") { stopping = true; return; }
   try {
     const result = type === "train" ? await train(id, event.data.settings)
       : await HANDLERS[type](event.data);
-    self.postMessage({id, type: "done", ...result});
+    postMessage({id, type: "done", ...result});
   } catch (err) {
-    self.postMessage({id, type: "error", message: String(err && err.message || err)});
+    postMessage({id, type: "error", message: String(err && err.message || err)});
   }
-};
+});

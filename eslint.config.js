@@ -1,0 +1,30 @@
+// The linter of the book's in-page code (book/_ext/static) and its unit tests (tests/js):
+// ES modules in one dialect (ES2022), the browser's and workers' globals, and the
+// vendored libraries' globals where a module uses them.
+import js from "@eslint/js";
+import globals from "globals";
+
+export default [
+  js.configs.recommended,
+  {
+    files: ["book/_ext/static/**/*.js"],
+    languageOptions: {
+      ecmaVersion: 2022,
+      sourceType: "module",
+      globals: {...globals.browser, ...globals.worker, Plotly: "readonly", Search: "readonly"},
+    },
+    rules: {
+      "no-var": "error",
+      "prefer-const": "error",
+      "prefer-arrow-callback": "error",
+      "eqeqeq": ["error", "always", {null: "ignore"}],
+      "no-implicit-globals": "error",
+      "no-restricted-globals": ["error", "event", "name", "status"],
+      "no-unused-vars": ["error", {args: "none"}],
+    },
+  },
+  {
+    files: ["tests/js/**/*.js"],
+    languageOptions: {ecmaVersion: 2022, sourceType: "module", globals: {...globals.node}},
+  },
+];

@@ -1,0 +1,93 @@
+"""The page's code (book/_ext/static) as a module graph with one contract, checked without
+building the book: its Node unit tests and its linter pass, no script puts a name on
+window or self but the one namespace, the export's file list and format are written once,
+and the page's search and doubt agree with the package's on the same cases."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from transformer.doubt import doubt
+
+REPO = Path(__file__).resolve().parents[1]
+STATIC = REPO / "book" / "_ext" / "static"
+NODE, NPM = shutil.which("node"), shutil.which("npm")
+
+
+def _node():
+    if NODE is None:
+        pytest.skip("no node (Node 20 is needed for the page's tests and npm pack)")
+    return NODE
+
+
+def scripts() -> list[Path]:
+    return sorted(STATIC.rglob("*.js"))
+
+
+def test_no_script_puts_a_name_on_window_or_self_but_the_namespace():
+    assignment = re.compile(r"\b(window|self|globalThis)\s*(\.\s*\w+|\[[^\]]+\])\s*(=(?!=)|\|\|=|\?\?=)")
+    found = {p.relative_to(STATIC).as_posix(): assignment.findall(p.read_text(encoding="utf-8"))
+             for p in scripts()}
+    found = {name: hits for name, hits in found.items() if hits}
+    assert list(found) == ["lib/namespace.js"], found
+    assert re.search(r"globalThis\.attentionBook\s*=", (STATIC / "lib/namespace.js").read_text())
+
+
+def test_every_script_is_a_module_and_no_python_carries_javascript():
+    for path in scripts():
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"^\(function \(|importScripts\(", text, flags=re.M), path
+    for ext in (REPO / "book" / "_ext").glob("*.py"):
+        text = ext.read_text(encoding="utf-8")
+        assert not re.search(r"document\.|addEventListener|function \(", text), ext
+
+
+def test_the_export_files_and_format_are_written_once():
+    sources = [p for p in (REPO / "transformer").rglob("*.py")] + \
+              [p for p in (REPO / "book" / "_ext").rglob("*.py")] + scripts()
+    page = [p for p in sources if "transformer" not in p.relative_to(REPO).parts[:1]]
+    for literal in ("encoder.onnx", "decoder.onnx", "weights.bin", "spm.model"):
+        # spm.model is also every run folder's tokenizer: in the package, the graphs only
+        searched = page if literal == "spm.model" else sources
+        where = [p.relative_to(REPO).as_posix() for p in searched
+                 if re.search(rf"[\"']{re.escape(literal)}[\"']", p.read_text(encoding="utf-8"))]
+        assert where == ([] if literal == "spm.model" else ["transformer/tools/manifest.py"]), (literal, where)
+    formats = [p.relative_to(REPO).as_posix() for p in sources
+               if re.search(r"^\s*(export\s+)?(const\s+)?FORMAT\s*=", p.read_text(encoding="utf-8"), re.M)]
+    assert formats == ["transformer/tools/manifest.py"], formats
+
+
+def test_the_search_fixture_is_what_the_package_searches_now():
+    """tests/js/fixtures/search.json (the ids the Node tests hold search.js to) is what
+    greedy_decode and beam_search give on the stand-in model today."""
+    import page_search_model
+    fixture = json.loads((REPO / "tests" / "js" / "fixtures" / "search.json").read_text())
+    assert fixture == page_search_model.expected()
+
+
+DOUBT_CASES = [
+    ([900, 3], "Ein Hund.", []), ([900, 5, 6, 3], "Ein Hund läuft.", []),
+    ([5, 6], "Ein Hund, der Hund Hund Hund Hund.", []), ([5], "über den Kreis über den Kreis.", []),
+    ([5], "Ein Ca-Koll P P P", []), ([5], "Nein, nein.", []), ([], "", []), ([5], "a b a b a b", []),
+    ([5], "beim Werbendendendendenkeben helfen?",
+     ["▁beim", "▁Wer", "b", "end", "end", "end", "end", "en", "keb", "en", "▁helfen", "?"]),
+    ([5], "Werbendenen", ["▁Wer", "b", "end", "end", "en"]), ([5], "hahaha", ["▁ha", "ha", "ha"]),
+    ([5], "x y z x y z", ["▁x", "y", "z", "x", "y", "z"]),
+]
+
+
+def test_the_page_doubts_as_the_package_does():
+    """translator/doubt.js and transformer.doubt on the same cases, in Node."""
+    node = _node()
+    script = ("import {doubt} from %s; const cases = JSON.parse(process.argv[1]);"
+              "console.log(JSON.stringify(cases.map(([ids, text, pieces]) => doubt(ids, 3, text, pieces))));"
+              % json.dumps((STATIC / "translator" / "doubt.js").as_uri()))
+    run = subprocess.run([node, "--input-type=module", "-e", script, json.dumps(DOUBT_CASES)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == [doubt(ids, 3, text, pieces) for ids, text, pieces in DOUBT_CASES]

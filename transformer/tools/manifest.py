@@ -1,0 +1,81 @@
+"""The contract between an export and its readers: ``manifest.json``.
+
+The export (:mod:`transformer.tools.export`) writes it; the ONNX-runtime adapter
+(:mod:`transformer.tools.onnx_model`), the book's Sphinx extension (which lists what the
+page downloads), the page (``book/_ext/static/translator/manifest.js``) and the tests read
+it. It holds the format version, the model's configuration and special ids, the decoding
+settings of section 6.1 (:data:`transformer.decoding.PAPER_SEARCH`), the vocabulary's
+pieces and scores (the page's BPE encoder merges by them), and each file of the export
+with its part, size, SHA-256 and whether the page downloads it. Nothing else lists these
+files or this version.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from ..errors import InputError
+
+FORMAT = 2
+MANIFEST = "manifest.json"
+# each file of an export by its part
+FILES = {"encoder": "encoder.onnx", "decoder": "decoder.onnx", "weights": "weights.bin",
+         "tokenizer": "spm.model"}
+# what the page downloads besides the manifest (the BPE's pieces are in the manifest)
+PAGE_PARTS = ("encoder", "decoder", "weights")
+
+
+class ExportError(InputError):
+    """An export cannot be written as asked, or its folder does not hold what its manifest
+    says; the message names the problem."""
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def file_entries(folder: Path) -> dict:
+    """``files`` of the manifest of the export in ``folder``: name -> part, size, SHA-256
+    and whether the page downloads it."""
+    return {name: {"part": part, "bytes": (folder / name).stat().st_size,
+                   "sha256": sha256(folder / name), "page": part in PAGE_PARTS}
+            for part, name in FILES.items()}
+
+
+def write_manifest(folder: Path, body: dict) -> dict:
+    """``body`` with the format and the files of ``folder``, written as its manifest
+    (compact: the page downloads it)."""
+    manifest = {"format": FORMAT, **body, "files": file_entries(folder)}
+    (folder / MANIFEST).write_text(json.dumps(manifest, ensure_ascii=False,
+                                              separators=(",", ":")), encoding="utf-8")
+    return manifest
+
+
+def read_manifest(folder: str | os.PathLike, check: bool = True) -> dict:
+    """The manifest of the export in ``folder``; with ``check``, each file it lists is
+    there with its size and SHA-256. Raises :class:`ExportError` naming what is wrong."""
+    folder = Path(folder)
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ExportError(f"{folder / MANIFEST} cannot be read: {exc}") from None
+    if manifest.get("format") != FORMAT:
+        raise ExportError(f"{folder / MANIFEST} has format {manifest.get('format')!r}, this "
+                            f"package reads format {FORMAT}: export the model again")
+    for name, entry in manifest["files"].items() if check else ():
+        path = folder / name
+        if not path.is_file() or path.stat().st_size != entry["bytes"] or sha256(path) != entry["sha256"]:
+            raise ExportError(f"{path} does not match manifest.json's checksum")
+    return manifest
+
+
+def part(manifest: dict, name: str) -> str:
+    """The file of part ``name`` (``"encoder"``, ...) in ``manifest``."""
+    return next(f for f, entry in manifest["files"].items() if entry["part"] == name)
+
+
+def page_files(manifest: dict) -> dict:
+    """The files the page downloads besides the manifest: name -> entry."""
+    return {name: entry for name, entry in manifest["files"].items() if entry["page"]}
