@@ -12,7 +12,6 @@ import re
 from pathlib import Path
 
 import pytest
-import torch
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 
