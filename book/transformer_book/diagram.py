@@ -197,7 +197,7 @@ class Diagram:
 # ------------------------------------------------------------------ Figure 2
 # Section 3.2's Figure 2: a small flow of operations, bottom to top, each box linked to the
 # chapter section that explains it and to the line of the package that computes it.
-COL_W = 106                   # px per column of a flow
+COL_W = 112                   # px per column of a flow
 V_GAP = 24                    # px between two rows of boxes (an arrow)
 INPUT_H = 2 * LINE            # the row of input labels under the boxes
 STACK = 5                     # px offset of each copy behind a box drawn h times
