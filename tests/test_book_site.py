@@ -383,6 +383,24 @@ DIAGRAM_JS = """() => Array.from(document.querySelectorAll('svg.book-diagram'), 
   })"""
 
 
+def _clean_diagram(d: dict, viewport) -> None:
+    """One drawn diagram (DIAGRAM_JS): no two texts overlap, every text lies inside the
+    drawing and each block's texts inside its block."""
+    assert d["svg"][2] - d["svg"][0] <= viewport[0], d["svg"]
+    shrunk = [(t, [b[0] + 0.5, b[1] + 0.5, b[2] - 0.5, b[3] - 0.5]) for t, b in d["texts"]]
+    crossing = [(a[0], b[0]) for i, a in enumerate(shrunk) for b in shrunk[i + 1:]
+                if _overlap(a[1], b[1])]
+    assert not crossing, crossing
+    assert all(_inside(b, d["svg"]) for _, b in d["texts"]), d["texts"]
+    for block in d["blocks"]:
+        assert all(_inside(t, block["rect"]) for t in block["texts"]), block
+
+
+def _inside(inner, outer) -> bool:
+    return (inner[0] >= outer[0] - 0.5 and inner[1] >= outer[1] - 0.5
+            and inner[2] <= outer[2] + 0.5 and inner[3] <= outer[3] + 0.5)
+
+
 @pytest.mark.parametrize("viewport", [(1280, 900), PHONE])
 def test_figure_1_is_a_clean_diagram(viewport, open_page, site_dir, request, capsys):
     """Chapter 1's Figure 1 (transformer_book/diagram.py): at 1280 and 390 px no two of
@@ -397,19 +415,38 @@ def test_figure_1_is_a_clean_diagram(viewport, open_page, site_dir, request, cap
     screenshot(figure, request, capsys, f"figure1-{viewport[0]}")
     d = diagrams[0]
     assert len(d["blocks"]) == 16 and len(d["texts"]) >= 36, d["blocks"]
-    assert d["svg"][2] - d["svg"][0] <= viewport[0], d["svg"]
-    inside = lambda inner, outer: (inner[0] >= outer[0] - 0.5 and inner[1] >= outer[1] - 0.5  # noqa: E731
-                                   and inner[2] <= outer[2] + 0.5 and inner[3] <= outer[3] + 0.5)
-    shrunk = [(t, [b[0] + 0.5, b[1] + 0.5, b[2] - 0.5, b[3] - 0.5]) for t, b in d["texts"]]
-    crossing = [(a[0], b[0]) for i, a in enumerate(shrunk) for b in shrunk[i + 1:]
-                if _overlap(a[1], b[1])]
-    assert not crossing, crossing
-    assert all(inside(b, d["svg"]) for _, b in d["texts"]), d["texts"]
+    _clean_diagram(d, viewport)
     for block in d["blocks"]:
-        assert all(inside(t, block["rect"]) for t in block["texts"]), block
         page_link, source = block["links"]
         assert (site_dir / "book" / page_link).is_file(), page_link
         assert source.startswith("https://github.com/") and source.endswith(".py"), source
+    assert not opened.errors, opened.errors
+
+
+@pytest.mark.parametrize("viewport", [(1280, 900), PHONE])
+@pytest.mark.parametrize("path, blocks", [("book/03_attention.html", 5),
+                                          ("book/04_multi_head.html", 6)], ids=["left", "right"])
+def test_figure_2_is_a_clean_diagram(path, blocks, viewport, open_page, site_dir, request,
+                                     capsys):
+    """The paper's Figure 2, its left half in chapter 3 and its right half in chapter 4
+    (transformer_book/diagram.py ``flow``): as clean as Figure 1 at 1280 and 390 px, each
+    box's name linking a section that exists on its page, its file:line a line on GitHub."""
+    opened = open_page(path, viewport=viewport)
+    page = opened.page
+    diagrams = page.evaluate(DIAGRAM_JS)
+    assert len(diagrams) == 1, diagrams
+    figure = page.query_selector("figure.book-diagram")
+    figure.scroll_into_view_if_needed()
+    screenshot(figure, request, capsys, f"figure2-{path.split('/')[-1][:2]}-{viewport[0]}")
+    d = diagrams[0]
+    assert len(d["blocks"]) == blocks, d["blocks"]
+    _clean_diagram(d, viewport)
+    for block in d["blocks"]:
+        section, source = block["links"]
+        name, _, anchor = section.partition("#")
+        html = (site_dir / "book" / name).read_text(encoding="utf-8")
+        assert not anchor or f'id="{anchor}"' in html, section
+        assert re.fullmatch(r"https://github\.com/\S+\.py#L\d+", source), source
     assert not opened.errors, opened.errors
 
 

@@ -192,3 +192,161 @@ class Diagram:
                 f'color:{INK};padding:8px;border-radius:6px"><figcaption style="text-align:'
                 f'center;font-weight:600;margin-bottom:6px">{escape(self.title)}</figcaption>'
                 f'{self.svg}</figure>')
+
+
+# ------------------------------------------------------------------ Figure 2
+# Section 3.2's Figure 2: a small flow of operations, bottom to top, each box linked to the
+# chapter section that explains it and to the line of the package that computes it.
+COL_W = 112                   # px per column of a flow
+V_GAP = 24                    # px between two rows of boxes (an arrow)
+INPUT_H = 2 * LINE            # the row of input labels under the boxes
+STACK = 5                     # px offset of each copy behind a box drawn h times
+
+
+@dataclass(frozen=True)
+class Box:
+    """One operation of a flow: its ``name``; its ``kind`` (colour; see COLOURS and
+    FLOW_COLOURS); ``page``, the book page (with an optional ``#anchor``) that explains
+    it; ``code``, its source as ``(file under transformer/, line)`` (see :func:`code_line`);
+    where it sits (``row`` from the bottom, ``col`` the column of its centre, ``span`` its
+    width in columns); ``stacked``: drawn as h copies (one per head)."""
+    key: str
+    name: str
+    kind: str
+    page: str
+    code: tuple[str, int]
+    row: int
+    col: float
+    span: float = 1.0
+    stacked: bool = False
+
+
+FLOW_COLOURS = {"matmul": "#ddd4ef", "scale": "#f3f1b5", "mask": "#f9d3d3",
+                "softmax": "#cfe9cf", "concat": "#f3f1b5", "sdpa": "#d9cdf0"}
+
+
+def code_line(module: str, snippet: str) -> tuple[str, int]:
+    """``(file, line)`` of the one line of ``module`` (``"transformer.attention"``) that
+    contains ``snippet``; the file is relative to the package folder (``attention.py``).
+    Fails when the snippet is missing or not unique, so a figure cannot link a stale line."""
+    import importlib
+    import inspect
+    from pathlib import Path
+
+    mod = importlib.import_module(module)
+    lines = inspect.getsource(mod).splitlines()
+    found = [i + 1 for i, line in enumerate(lines) if snippet in line]
+    if len(found) != 1:
+        raise ValueError(f"{snippet!r} is on {len(found)} lines of {module}, not exactly one")
+    path = Path(inspect.getsourcefile(mod))
+    package = Path(inspect.getsourcefile(importlib.import_module(module.split(".")[0]))).parent
+    return path.relative_to(package).as_posix(), found[0]
+
+
+def _flow_box_height(box: Box) -> float:
+    return 2 * PAD + LINE * len(wrap(box.name, _flow_box_width(box) - 2 * PAD, FONT)) + SMALL + 2
+
+
+def _flow_box_width(box: Box) -> float:
+    return box.span * COL_W - 16
+
+
+def flow(boxes: Sequence[Box], edges: Sequence[tuple[str, str]], *, title: str,
+         inputs: dict[str, float], output: str, source_url: str, heads: str = "h") -> "Diagram":
+    """A flow of operations (the paper's Figure 2) as an SVG: ``boxes`` placed by row and
+    column, ``inputs`` the labels under the lowest row (name -> column), ``output`` the
+    words over the top box, ``edges`` the arrows between box keys or input names. An arrow
+    goes straight up when its start lies over the target box; otherwise it bends, or, when
+    it skips rows, climbs beside the boxes and enters the target from the side."""
+    by_key = {b.key: b for b in boxes}
+    if len(by_key) != len(boxes):
+        raise ValueError("two boxes share a key")
+    for a, b in edges:
+        if (a not in by_key and a not in inputs) or b not in by_key:
+            raise ValueError(f"edge {a!r} -> {b!r} names no box or input")
+    n_rows = max(b.row for b in boxes) + 1
+    row_h = [max([_flow_box_height(b) for b in boxes if b.row == r] or [0]) for r in range(n_rows)]
+    cols = [b.col - b.span / 2 for b in boxes] + [c - 0.5 for c in inputs.values()]
+    left = min(cols)
+    right = max([b.col + b.span / 2 for b in boxes] + [c + 0.5 for c in inputs.values()])
+    extra = 3 * STACK + 14 if any(b.stacked for b in boxes) else 0     # the stack and its "h"
+    width = 2 * MARGIN + (right - left) * COL_W + extra
+    top_caption = LINE + 12
+    height = 2 * MARGIN + top_caption + sum(row_h) + V_GAP * n_rows + INPUT_H
+    x_of = lambda col: MARGIN + (col - left) * COL_W                    # noqa: E731
+    row_bottom = []                                                     # svg y of each row's floor
+    y = height - MARGIN - INPUT_H - V_GAP
+    for r in range(n_rows):
+        row_bottom.append(y)
+        y -= row_h[r] + V_GAP
+    parts: list[str] = []
+    rect = {}
+    for b in boxes:                     # boxes of a row share its floor, centred vertically
+        w, h = _flow_box_width(b), _flow_box_height(b)
+        x0 = x_of(b.col) - w / 2
+        y0 = row_bottom[b.row] - row_h[b.row] + (row_h[b.row] - h) / 2
+        rect[b.key] = (x0, y0, w, h)
+    for b in boxes:
+        x0, y0, w, h = rect[b.key]
+        colour = FLOW_COLOURS.get(b.kind) or COLOURS[b.kind]
+        if b.stacked:                   # the copies behind: one per head
+            for k in (2, 1):
+                parts.append(f'<rect class="copy" x="{x0 + k * STACK:.1f}" y="{y0 - k * STACK:.1f}" '
+                             f'width="{w:.1f}" height="{h:.1f}" rx="5" fill="{colour}" '
+                             f'stroke="#777"/>')
+        lines = wrap(b.name, w - 2 * PAD, FONT)
+        cx = x0 + w / 2
+        names = "".join(_text(cx, y0 + PAD + FONT - 1 + LINE * k, line, fill=LINK)
+                        for k, line in enumerate(lines))
+        file, line = b.code
+        src = _text(cx, y0 + PAD + LINE * len(lines) + SMALL - 2, f"{file}:{line}",
+                    size=SMALL, fill=MUTED, cls="source")
+        parts.append(
+            f'<g class="block"><rect x="{x0:.1f}" y="{y0:.1f}" width="{w:.1f}" height="{h:.1f}" '
+            f'rx="5" fill="{colour}" stroke="#444"/>'
+            f'<a href="{escape(_page_link(b.page))}">{names}</a>'
+            f'<a href="{escape(f"{source_url}{file}#L{line}")}">{src}</a></g>')
+        if b.stacked and not any(o.stacked and o.row == b.row and o.col > b.col for o in boxes):
+            parts.append(_text(x0 + w + 2 * STACK + 4, y0 + h / 2 - 2 * STACK + 4, heads,
+                               fill=MUTED, anchor="start", cls="caption", weight="bold"))
+    label_y = height - MARGIN - INPUT_H / 2 + 4
+    for name, col in inputs.items():
+        parts.append(_text(x_of(col), label_y, name, cls="caption", weight="bold"))
+    for a, b in edges:
+        tx0, ty0, tw, th = rect[b]
+        if a in inputs:
+            sx, sy = x_of(inputs[a]), label_y - FONT
+        else:
+            ax0, ay0, aw, _ = rect[a]
+            sx, sy = ax0 + aw / 2, ay0 - (2 * STACK if by_key[a].stacked else 0)
+        source_row = -1 if a in inputs else by_key[a].row
+        bottom = ty0 + th
+        if tx0 + 4 <= sx <= tx0 + tw - 4:                               # straight up
+            parts.append(_arrow([(sx, sy), (sx, bottom + 1)]))
+        elif by_key[b].row == source_row + 1:                           # a bend in the gap
+            mid = (sy + bottom) / 2
+            tx = tx0 + tw / 2
+            parts.append(_arrow([(sx, sy), (sx, mid), (tx, mid), (tx, bottom + 1)]))
+        else:                                                           # up beside, in sideways
+            side = tx0 + tw if sx > tx0 + tw else tx0
+            parts.append(_arrow([(sx, sy), (sx, ty0 + th / 2), (side, ty0 + th / 2)]))
+    top = min(boxes, key=lambda b: rect[b.key][1])
+    tx0, ty0, tw, _ = rect[top.key]
+    parts.append(_arrow([(tx0 + tw / 2, ty0), (tx0 + tw / 2, ty0 - 12)]))
+    parts.append(_text(tx0 + tw / 2, ty0 - 18, output, fill=MUTED, cls="caption"))
+    marker = "fig2-head"
+    head = (f'<defs><marker id="{marker}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
+            'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
+            'fill="context-stroke"/></marker></defs>')
+    body = "".join(parts).replace("url(#fig1-head)", f"url(#{marker})")
+    svg = (f'<svg class="book-diagram" viewBox="0 0 {width:.0f} {height:.0f}" role="img" '
+           f'aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg" '
+           f'style="width:100%;max-width:{round(width * 1.3)}px;height:auto;display:block;'
+           f'margin:0 auto;font-family:inherit">{head}{body}</svg>')
+    return Diagram(title, svg)
+
+
+def _page_link(page: str) -> str:
+    """``"03_attention#masks"`` -> ``"03_attention.html#masks"``."""
+    name, _, anchor = page.partition("#")
+    return f"{name}.html" + (f"#{anchor}" if anchor else "")
