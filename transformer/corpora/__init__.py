@@ -21,12 +21,13 @@ writes the normalised text, the same text every record of the project was measur
 The same pin holds for a mirror that compresses the files anew.
 
 **All or nothing.** The files are fetched into a hidden folder beside the corpus and
-renamed into place only when every one is complete and matches its hash; a failure
-raises with one line (``ConnectionError`` for a file that cannot be fetched,
-``ValueError`` for one that is not the file) and leaves no corpus behind (a fetch that
-was killed leaves its hidden folder, which a fetch an hour later removes). An existing
-folder is never overwritten; processes that fetch at once (ranks under ``torchrun``)
-each fetch, and the first rename wins.
+renamed into place only when every one is complete and matches its hash
+(:func:`transformer.output.output_folder`); a failure raises with one line
+(``ConnectionError`` for a file that cannot be fetched, ``ValueError`` for one that is not
+the file) and leaves no corpus behind. A fetch that was killed leaves its hidden folder,
+which the next fetch of that corpus removes, also when the corpus is there by then. An
+existing folder is never overwritten; processes that fetch at once (ranks under
+``torchrun``) each fetch, the first rename wins and the others return its folder.
 """
 from __future__ import annotations
 
@@ -36,7 +37,6 @@ import http.client
 import os
 import shutil
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
+from ..output import output_folder, remove_leftovers
 
 SHIPPED = Path(__file__).resolve().parent
 FILES = tuple(f"{split}.{side}.gz" for split in ("train", "valid", "test") for side in ("src", "tgt"))
@@ -112,10 +113,14 @@ CORPORA: dict[str, Corpus] = {c.name: c for c in [
 
 def data_dir(path: str | os.PathLike | None = None) -> Path:
     """The data root, the one rule every reader and writer of corpora follows: ``path``
-    (``--data-root``), else ``$TRANSFORMER_DATA``, else ``~/.cache/transformer/data``."""
+    (``--data-root``), else ``$TRANSFORMER_DATA`` (blank counts as unset), else
+    ``~/.cache/transformer/data``."""
     if path is not None:
+        if not str(path).strip():
+            raise InputError(f"--data-root {str(path)!r} is blank: name a folder, or leave "
+                             f"it out for the default")
         return Path(path).expanduser()
-    if os.environ.get("TRANSFORMER_DATA"):
+    if os.environ.get("TRANSFORMER_DATA", "").strip():     # blank: as if unset
         return Path(os.environ["TRANSFORMER_DATA"]).expanduser()
     return Path.home() / ".cache" / "transformer" / "data"
 
@@ -183,16 +188,16 @@ def _read(source: str, names: tuple[str, str], timeout: float, bar) -> bytes:
             while chunk := response.read(1 << 16):
                 chunks.append(chunk)
                 bar.update(len(chunk))
-        received = sum(map(len, chunks))
-        if expected is not None and expected.isdigit() and received != int(expected):
-            raise ConnectionError(f"could not download {url}: the connection closed after "
-                                  f"{received:,} of {int(expected):,} bytes")
     except urllib.error.HTTPError as e:
         raise ConnectionError(f"could not download {url}: HTTP {e.code} {e.reason}") from None
     except (urllib.error.URLError, http.client.HTTPException, TimeoutError,
             ConnectionError) as e:
         raise ConnectionError(f"could not download {url}: "
                               f"{getattr(e, 'reason', None) or e}") from None
+    received = sum(map(len, chunks))
+    if expected is not None and expected.isdigit() and received != int(expected):
+        raise ConnectionError(f"could not download {url}: the connection closed after "
+                              f"{received:,} of {int(expected):,} bytes")
     return b"".join(chunks)
 
 
@@ -216,23 +221,16 @@ def fetch(name: str, root: str | os.PathLike | None = None, url: str | None = No
     c = corpus(name)
     root = data_dir(root)
     folder = root / name
+    if root.is_dir():
+        _remove_leftovers(root, name)
     if folder.exists():
-        wrong = verify(name, folder)
-        if wrong:
-            raise InputError(f"{folder} exists but is not the project's {name}: "
-                             f"{', '.join(wrong)} missing or different; move the folder "
-                             f"away and fetch again")
-        return folder
+        return _checked(name, folder)
     source = c.source(url)
-    root.mkdir(parents=True, exist_ok=True)
-    for stale in root.glob(f".{name}.fetching-*"):       # left by a killed fetch
-        if time.time() - stale.stat().st_mtime > 3600:
-            shutil.rmtree(stale, ignore_errors=True)
-    staging = Path(tempfile.mkdtemp(dir=root, prefix=f".{name}.fetching-"))
     disable = (not sys.stderr.isatty()) if progress is None else not progress
     try:
-        with tqdm(desc=f"fetching {name}", unit="B", unit_scale=True, disable=disable,
-                  file=sys.stderr) as bar:
+        with output_folder(folder, replace=False) as staging, \
+                tqdm(desc=f"fetching {name}", unit="B", unit_scale=True, disable=disable,
+                     file=sys.stderr) as bar:
             for filename, expected in c.sha256.items():
                 upstream = c.upstream.get(filename, filename)
                 where = f"{source}/{upstream}"
@@ -246,23 +244,38 @@ def fetch(name: str, root: str | os.PathLike | None = None, url: str | None = No
                 if gzip.decompress(data) != text:        # store the normalised text
                     data = gzip.compress(text, mtime=0)
                 (staging / filename).write_bytes(data)
-        if c.url is None:                                # the shipped notices come along
-            for extra in sorted(Path(source).iterdir()):
-                if extra.name not in c.sha256:
-                    shutil.copyfile(extra, staging / extra.name)
-        else:
-            (staging / "_about.txt").write_text(_about(c, source), encoding="utf-8")
-        for path in staging.iterdir():
-            path.chmod(0o644)
-        staging.chmod(0o755)
-        try:
-            staging.rename(folder)
-        except OSError:
-            if not (folder.is_dir() and not verify(name, folder)):  # another process won
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+            if c.url is None:                            # the shipped notices come along
+                for extra in sorted(Path(source).iterdir()):
+                    if extra.name not in c.sha256:
+                        shutil.copyfile(extra, staging / extra.name)
+            else:
+                (staging / "_about.txt").write_text(_about(c, source), encoding="utf-8")
+            for path in staging.iterdir():
+                path.chmod(0o644)
+    except FileExistsError:               # another process (a torchrun rank) was first
+        return _checked(name, folder)
     return folder
+
+
+def _checked(name: str, folder: Path) -> Path:
+    """``folder``, when it holds corpus ``name``; else InputError names what differs."""
+    wrong = verify(name, folder)
+    if wrong:
+        raise InputError(f"{folder} exists but is not the project's {name}: "
+                         f"{', '.join(wrong)} missing or different; move the folder "
+                         f"away and fetch again")
+    return folder
+
+
+def _remove_leftovers(root: Path, name: str) -> None:
+    """Remove what fetches of ``name`` that were killed left in ``root``: the writer's
+    temporaries no process holds, and the hidden folders of the naming used before the
+    fetch wrote through :mod:`transformer.output`, once an hour old (no lock tells
+    whether their writer still runs)."""
+    remove_leftovers(root, name)
+    for stale in root.glob(f".{name}.fetching-*"):
+        if time.time() - stale.stat().st_mtime > 3600:
+            shutil.rmtree(stale, ignore_errors=True)
 
 
 def ensure(name: str, root: str | os.PathLike | None = None) -> Path | None:
