@@ -283,6 +283,25 @@ def test_average_of_checkpoints_with_different_vocabularies_is_refused(capsys, t
     assert not (tmp_path / "avg.pt").exists()
 
 
+@pytest.mark.parametrize("given", ["folder", "files"])
+def test_average_last_n_averages_the_newest_n(capsys, tmp_path, given):
+    # checkpoints whose one weight is their step: the mean of the last two of steps
+    # 100..400 is 350 (the first two would give 150)
+    from transformer.checkpoint import step_file
+    folder = tmp_path / "checkpoints"
+    for step in (100, 200, 300, 400):
+        save_checkpoint({"model": {"w": torch.full((2, 3), float(step))}, "step": step,
+                         "model_config": {"vocab_size": 8}}, folder / step_file(step))
+    paths = sorted(folder.iterdir())
+    code, out, err = run_cli(capsys, ["average", *([folder] if given == "folder" else paths),
+                                      "--last", 2, "--out", tmp_path / "avg.pt"])
+    assert code == 0, err
+    averaged = load_checkpoint(tmp_path / "avg.pt")
+    assert torch.equal(averaged["model"]["w"], torch.full((2, 3), 350.0))
+    assert averaged["averaged_from"] == [str(p) for p in paths[2:]] and averaged["step"] == 400
+    assert out == f"averaged 2 checkpoints into {tmp_path / 'avg.pt'}\n"
+
+
 # ------------------------------------------------------------ package boundaries
 def test_loading_a_model_does_not_import_the_trainer():
     code = ("import sys; from transformer import load_model, translate, Tokenizer; "

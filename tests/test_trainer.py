@@ -441,11 +441,11 @@ def test_auto_precision_on_a_gpu_is_bf16_only_where_it_is_native(monkeypatch, ca
 
 
 def _tiny_run(corpus, out, **kw) -> TrainConfig:
+    kw = {"eval_bleu_sentences": 0, **kw}
     return TrainConfig(out_dir=str(out), corpus=str(corpus), vocab_size=400, max_tokens=600,
-                       update_tokens=600, save_every=2, device="cpu", eval_bleu_sentences=0,
-                       progress=False, model_overrides=dict(d_model=32, d_ff=64, n_heads=2,
-                                                            n_encoder_layers=1,
-                                                            n_decoder_layers=1), **kw)
+                       update_tokens=600, save_every=2, device="cpu", progress=False,
+                       model_overrides=dict(d_model=32, d_ff=64, n_heads=2,
+                                            n_encoder_layers=1, n_decoder_layers=1), **kw)
 
 
 # ------------------------------------------------------------ fp16 with loss scaling
@@ -639,3 +639,33 @@ def test_validation_reports_the_perplexity_of_the_unsmoothed_nll(corpus, tmp_pat
     assert final["final"] and final["valid_ppl"] == result["valid_ppl"]
     assert final["train_seconds"] == result["train_seconds"] > 0     # the run's length, kept
     assert final["precision"] == result["precision"]
+
+
+# ------------------------------------------------------------ BLEU during training
+def test_the_logged_valid_bleu_scores_the_valid_translations_against_their_references(
+        corpus, tmp_path, one_thread, monkeypatch):
+    """``valid_bleu`` is sacreBLEU of the first ``eval_bleu_sentences`` valid sources'
+    translations against their references. A stand-in translator that returns each
+    reference makes it 100 (scored against the sources it was 0.04 where it is 3.25), and
+    one that returns the source makes it what sacreBLEU gives the sources themselves."""
+    import sacrebleu
+    import transformer.decoding as decoding
+    n, asked = 7, []
+    trainer = Trainer.from_config(_tiny_run(corpus, tmp_path / "run", max_updates=1,
+                                            eval_bleu_sentences=n, precision="fp32"))
+    valid = trainer.valid
+    reference = dict(zip(valid.src, valid.tgt))
+
+    def perfect(model, tokenizer, sources, **kw):
+        asked.append(list(sources))
+        return [reference[s] for s in sources]
+
+    monkeypatch.setattr(decoding, "translate", perfect)
+    trainer.fit()
+    assert asked, "the trainer no longer translates through transformer.decoding.translate"
+    assert asked[-1] == valid.src[:n]
+    final = [r for r in trainer.run.records() if r.get("final")][-1]
+    assert final["valid_bleu"] == pytest.approx(100.0)
+    monkeypatch.setattr(decoding, "translate", lambda model, tok, sources, **kw: list(sources))
+    copied = sacrebleu.corpus_bleu(valid.src[:n], [valid.tgt[:n]]).score
+    assert copied < 50 and trainer.evaluate()["valid_bleu"] == pytest.approx(copied)

@@ -153,6 +153,11 @@ def _decode_args(p):
     _add_search(p)
     p.add_argument("--max-extra", type=_search(int, "max_extra"), default=PAPER_SEARCH.max_extra,
                    help="output length limit: source length + this")
+    p.add_argument("--tokenizer", default=None,
+                   help="the vocabulary (spm.model) of a checkpoint that carries neither its "
+                        "tokenizer nor its fingerprint (written by an older version): you "
+                        "vouch that it is the one the model was trained with (default: the "
+                        "checkpoint's own, else the spm.model of its run folder)")
     _add_common(p, "device", "threads")
 
 
@@ -161,7 +166,7 @@ def _load(args):
     device = resolve_device(args.device)
     if args.threads:
         torch.set_num_threads(args.threads)
-    return load_model(args.checkpoint, device)
+    return load_model(args.checkpoint, device, tokenizer=args.tokenizer)
 
 
 class Interrupted(Exception):
