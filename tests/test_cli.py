@@ -116,8 +116,9 @@ def test_which_fields_define_a_run_is_declared_on_the_fields():
     ("--threads", "-1", "argument --threads: must be >= 0, got -1"),
     ("--max-updates", "-5", "argument --max-updates: must be >= 1, got -5"),
     ("--max-updates", "0", "argument --max-updates: must be >= 1, got 0"),   # not "no limit"
-    ("--vocab-size", "0", "argument --vocab-size: must be >= 5, got 0"),
-    ("--label-smoothing", "1.5", "argument --label-smoothing: must be <= 1, got 1.5"),
+    ("--vocab-size", "5", "argument --vocab-size: must be >= 6, got 5"),
+    ("--label-smoothing", "1", "argument --label-smoothing: must be < 1, got 1.0"),
+    ("--label-smoothing", "nan", "argument --label-smoothing: must be a finite number, got nan"),
     ("--warmup", "ten", "argument --warmup: expected int, got 'ten'"),
 ])
 def test_bad_train_values_fail_in_one_line_before_anything_is_written(
@@ -160,6 +161,15 @@ def test_a_failed_first_start_leaves_no_run_so_the_corrected_command_works(
     argv[argv.index("--vocab-size") + 1] = "100000"     # too large for this text
     code, _, err = run_cli(capsys, argv)
     assert code == 2 and "--vocab-size 100000 is too large" in one_line_error(err)
+    assert not (out / "run.json").exists() and not (out / "spm.model").exists()
+
+    argv[argv.index("--vocab-size") + 1] = "10"         # too small for its characters
+    code, _, err = run_cli(capsys, argv)
+    chars = len(set("".join((corpus / f"train.{s}").read_text() for s in ("src", "tgt")))
+                - {" ", "\n"})
+    assert code == 2 and one_line_error(err) == (
+        f"error: --vocab-size 10 is too small for the training split of {corpus}: its "
+        f"characters and the 4 special pieces need at least {chars + 5} pieces")
     assert not (out / "run.json").exists() and not (out / "spm.model").exists()
 
     code, stdout, err = run_cli(capsys, train_args(corpus, out))   # the corrected command

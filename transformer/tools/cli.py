@@ -43,7 +43,8 @@ from ..errors import ISSUES, InputError, UserError
 from ..evaluate import format_score, score
 from ..inference import load_model, resolve_device
 from ..output import open_output
-from ..training.config import TrainConfig, TrainingError, flag, out_of_bounds
+from ..training.config import (MAX_SEED, MIN_VOCABULARY, TrainConfig, TrainingError,
+                               bounds_text, field_bounds, flag, out_of_bounds)
 from ..training.host_memory import exec_with_jemalloc
 from ..training.loop import Trainer
 from ..training.prepared import DEFAULT_SAMPLE, PreparedCorpus, prepare_corpus
@@ -76,58 +77,57 @@ Each command has --help.
 class HelpFormatter(argparse.HelpFormatter):
     """Appends ``(default: ...)`` to every option's help unless the help already says
     its default, the option is required, or its default is ``None`` (then the help says
-    what happens without it)."""
+    what happens without it); and a numeric option's bounds, ``(range: >= 0, < 1)``."""
 
     def _get_help_string(self, action):
         text = action.help or ""
-        if ("%(default)" in text or "default:" in text or action.required
+        if not ("%(default)" in text or "default:" in text or action.required
                 or not action.option_strings or action.default in (None, argparse.SUPPRESS)):
-            return text
-        return f"{text} (default: %(default)s)"
+            text += " (default: %(default)s)"
+        bounds = bounds_text(*getattr(action.type, "bounds", ()))
+        return f"{text} ({bounds})" if bounds else text
 
 
 class _DescribedHelpFormatter(argparse.RawDescriptionHelpFormatter, HelpFormatter):
     """:class:`HelpFormatter` that keeps the description's line breaks (the examples)."""
 
 
-def _bounded(kind, low=None, high=None):
-    """An argparse type: ``kind`` within ``low``..``high`` (the rule of TrainConfig's
-    bounds, :func:`~transformer.training.config.out_of_bounds`)."""
+def _bounded(kind, low=None, high=None, below=None, check=None):
+    """An argparse type: ``kind`` within the bounds (the rule of TrainConfig's bounds,
+    :func:`~transformer.training.config.out_of_bounds`), then ``check(value)`` when given;
+    ``--help`` states the bounds (:class:`HelpFormatter`)."""
 
     def parse(text):
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {kind.__name__}, got {text!r}") from None
-        problem = out_of_bounds(value, low, high)
+        if check is not None:                       # its own wording first
+            try:
+                check(value)
+            except ValueError as exc:
+                raise argparse.ArgumentTypeError(str(exc)) from None
+        problem = out_of_bounds(value, low, high, below)
         if problem:
             raise argparse.ArgumentTypeError(problem)
         return value
     parse.__name__ = kind.__name__
+    parse.bounds = (low, high, below)
     return parse
 
 
-def _search(kind, setting: str):
-    """An argparse type for a search setting (beam_size, alpha, max_extra), checked by
-    :func:`transformer.decoding.check_search`, as the Python API checks it."""
-    def parse(text):
-        try:
-            value = kind(text)
-            check_search(**{setting: value})
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(
-                str(exc) if "must" in str(exc) else f"expected {kind.__name__}, got {text!r}"
-            ) from None
-        return value
-    parse.__name__ = kind.__name__
-    return parse
+def _search(kind, setting: str, low: int):
+    """An argparse type for a search setting (beam_size, alpha, max_extra) of at least
+    ``low``, also checked by :func:`transformer.decoding.check_search`, as the Python API
+    checks it (the options' bounds test holds the two to the same values)."""
+    return _bounded(kind, low, check=lambda value: check_search(**{setting: value}))
 
 
 def _add_search(p, beam_help: str = "beam size (1 = greedy)") -> None:
     """``--beam`` and ``--alpha``: the search settings of section 6.1."""
-    p.add_argument("--beam", type=_search(int, "beam_size"), default=PAPER_SEARCH.beam_size,
+    p.add_argument("--beam", type=_search(int, "beam_size", 1), default=PAPER_SEARCH.beam_size,
                    help=beam_help)
-    p.add_argument("--alpha", type=_search(float, "alpha"), default=PAPER_SEARCH.alpha,
+    p.add_argument("--alpha", type=_search(float, "alpha", 0), default=PAPER_SEARCH.alpha,
                    help="length penalty exponent (section 6.1)")
 
 
@@ -144,14 +144,14 @@ def _add_common(p, *names: str, **defaults) -> None:
         if "choices" in meta:
             kw["choices"] = meta["choices"]
         if isinstance(f.default, (int, float)) and not isinstance(f.default, bool):
-            kw["type"] = _bounded(type(f.default), meta.get("min"), meta.get("max"))
+            kw["type"] = _bounded(type(f.default), *field_bounds(f))
         p.add_argument(flag(f), **kw)
 
 
 def _decode_args(p):
     p.add_argument("checkpoint", help="a checkpoint file (e.g. run/average.pt)")
     _add_search(p)
-    p.add_argument("--max-extra", type=_search(int, "max_extra"), default=PAPER_SEARCH.max_extra,
+    p.add_argument("--max-extra", type=_search(int, "max_extra", 0), default=PAPER_SEARCH.max_extra,
                    help="output length limit: source length + this")
     p.add_argument("--tokenizer", default=None,
                    help="the vocabulary (spm.model) of a checkpoint that carries neither its "
@@ -261,7 +261,7 @@ def add_train(sub):
         elif kind is dict:
             kw.update(action=_Overrides, type=_override, metavar="FIELD=VALUE")
         else:
-            kw.update(type=_bounded(kind, meta.get("min"), meta.get("max")))
+            kw.update(type=_bounded(kind, *field_bounds(f)))
             if "choices" in meta:
                 kw["choices"] = meta["choices"]
             else:
@@ -357,10 +357,10 @@ def add_prepare(sub):
     p.add_argument("--recipe", choices=list(RECIPES), default=None,
                    help="take --corpus, --vocab-size and --seed from this recipe (e.g. "
                         "base-wmt14); the options given override them (default: none)")
-    p.add_argument("--vocab-size", type=_bounded(int, 5), default=None,
+    p.add_argument("--vocab-size", type=_bounded(int, MIN_VOCABULARY), default=None,
                    help=meta["vocab_size"] + " (default: the recipe's, else "
                         f"{TrainConfig().vocab_size}); train must use the same")
-    p.add_argument("--seed", type=_bounded(int, 0), default=None,
+    p.add_argument("--seed", type=_bounded(int, 0, MAX_SEED), default=None,
                    help="seed of the BPE sample (default: the recipe's, else "
                         f"{TrainConfig().seed})")
     p.add_argument("--sample", type=_bounded(int, 1), default=DEFAULT_SAMPLE,
@@ -579,7 +579,9 @@ def add_export(sub):
                        formatter_class=HelpFormatter)
     p.add_argument("checkpoint", help="a checkpoint file (e.g. run/average.pt)")
     p.add_argument("--out", required=True, help="the folder to write (required)")
-    p.add_argument("--opset", type=_bounded(int, 14), default=17, help="ONNX opset version")
+    # 14: the first opset with Trilu (the causal mask); 20: the last the TorchScript
+    # exporter (dynamo=False, transformer/tools/export.py) writes
+    p.add_argument("--opset", type=_bounded(int, 14, 20), default=17, help="ONNX opset version")
     p.add_argument("--weights", choices=["fp32", "fp16", "int8"], default="fp32",
                    help="how weights.bin stores the weight matrices (int8: one scale a row; "
                    "the graphs restore fp32 when loaded)")
@@ -625,7 +627,7 @@ def add_ablate(sub):
                    help="start no row that would end after this many minutes (judged by "
                         "the longest row so far); 0: no limit")
     p.add_argument("--out", default="runs/table3", help="the table's folder")
-    p.add_argument("--seed", type=_bounded(int, 0), default=1,
+    p.add_argument("--seed", type=_bounded(int, 0, MAX_SEED), default=1,
                    help="seed of every row run by this command, the base's first (a second "
                         "seed gives error bars)")
     _add_common(p, "corpus", "data_root", "device", "threads")
