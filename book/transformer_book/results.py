@@ -138,15 +138,14 @@ def recipes() -> str:
 
 def book_model() -> str:
     """The book's model before (captions only) and now, on both test splits."""
-    from transformer.data import mixture_parts
+    from transformer.corpora import CorpusSpec
     rows = []
     for name, label in (("book_model_before", "before: the small preset, Multi30k alone"),
                         ("book_model", "now: recipe `book`")):
         r = load(name)
         run = r["run"]
-        corpus = " + ".join(Path(part).name + (f" ×{times}" if times > 1 else "")
-                            for part, times in mixture_parts(run["settings"]["corpus"])
-                            or [(run["settings"]["corpus"], 1)])
+        corpus = " + ".join(Path(part.name).name + (f" ×{part.times}" if part.times > 1 else "")
+                            for part in CorpusSpec.parse(run["settings"]["corpus"]).parts)
         updates = f"{run['updates']:,} updates" if "updates" in run else "trained"
         what = f"{label} ({r['parameters']:,} parameters, {updates} on {corpus})"
         cells = [f"{r['test'][c]['beam4']['bleu']} / {r['test'][c]['beam4']['chrf']}"

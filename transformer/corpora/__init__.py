@@ -12,6 +12,14 @@ a corpus that is not there yet (a recipe, a chapter, ``evaluate``) fetches it th
   redistributed with its attribution (``NOTICE``). Its host now serves a newer export,
   so a download could not give back the split that the records were measured on; a copy
   shipped with the code can, and it works offline.
+* **wmt14** (:data:`HUB_CORPORA`), the paper's 4.5 million pairs, is not fetched as files:
+  it is read through Hugging Face ``datasets`` (:func:`wmt14_dataset`) and prepared once
+  for training into a folder of the data root.
+
+**The corpus as a value.** What ``--corpus`` names, a registered name, a folder or a
+mixture (``"multi30k-en-de*2+tatoeba-en-de"``), is parsed once into a
+:class:`CorpusSpec`; every reader (the corpus reader, the trainer, the prepare step, the
+run folder, the book) asks it what it is instead of testing the string.
 
 **What is checked.** A corpus is the text the project reads, so each file is pinned by the
 SHA-256 of its text: the decompressed lines with their whitespace normalised (runs of
@@ -38,13 +46,14 @@ import os
 import shutil
 import sys
 import time
+import typing
 import urllib.error
 import urllib.request
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, MissingPackage
 from ..output import output_folder, remove_leftovers
 
 SHIPPED = Path(__file__).resolve().parent
@@ -111,6 +120,91 @@ CORPORA: dict[str, Corpus] = {c.name: c for c in [
 ]}
 
 
+# --------------------------------------------------------------------------- WMT 2014
+WMT14_ENV = "TRANSFORMER_WMT14"
+WMT14_SPLITS = {"train": "train", "valid": "validation", "test": "test"}   # ours -> the hub's
+
+
+def wmt14_dataset(split: str):
+    """The Hugging Face ``datasets.Dataset`` of WMT14 de-en's ``split``: train (4.5M pairs),
+    valid (newstest2013) or test (newstest2014). ``datasets.load_dataset("wmt14", "de-en")``,
+    or, when ``$TRANSFORMER_WMT14`` names
+    a folder, that copy offline: a ``DatasetDict.save_to_disk`` folder (train, validation,
+    test, each with a ``translation`` column of ``{"de", "en"}`` dicts, as the hub's), or a
+    local copy of the hub's repository (read with ``load_dataset(folder, "de-en")``)."""
+    try:
+        import datasets
+    except ImportError:
+        raise MissingPackage("--corpus wmt14 needs the Hugging Face datasets package: `pip "
+                             "install datasets` (or pip install 'transformer[wmt]')") from None
+    hf_split = WMT14_SPLITS.get(split)
+    if hf_split is None:
+        raise InputError(f"split must be one of {tuple(WMT14_SPLITS)}, got {split!r}")
+    local = os.environ.get(WMT14_ENV, "").strip()
+    if not local:
+        return datasets.load_dataset("wmt14", "de-en", split=hf_split)
+    folder = Path(local).expanduser()
+    if not folder.is_dir():
+        raise FileNotFoundError(f"${WMT14_ENV}={local}: no such folder (a saved WMT14 "
+                                f"DatasetDict, or a copy of the hub's wmt14 repository)")
+    if not (folder / "dataset_dict.json").is_file():
+        return datasets.load_dataset(str(folder), "de-en", split=hf_split)
+    saved = datasets.load_from_disk(str(folder))
+    if hf_split not in saved:
+        raise InputError(f"${WMT14_ENV}={local}: the saved dataset has splits "
+                         f"{sorted(saved)}, not {hf_split!r}")
+    return saved[hf_split]
+
+
+def wmt14_pairs(split: str, batch_rows: int = 10_000) -> typing.Iterator[tuple[str, str]]:
+    """(English, German) of each row of ``split``, stripped, read ``batch_rows`` at a time."""
+    where = f"wmt14/{split}"
+    for batch in wmt14_dataset(split).iter(batch_size=batch_rows):
+        for row in batch["translation"]:
+            try:
+                yield row["en"].strip(), row["de"].strip()
+            except (KeyError, TypeError, AttributeError):
+                raise InputError(f"{where}: a row of the 'translation' column is {row!r}, "
+                                 f"not a dict of 'en' and 'de' sentences") from None
+
+
+def wmt14_prepared_name(vocab_size: int, seed: int) -> str:
+    """The folder of the data root that ``--corpus wmt14`` is prepared into, once per
+    vocabulary size and seed."""
+    return f"wmt14-prepared-v{vocab_size}-s{seed}"
+
+
+@dataclass(frozen=True)
+class HubCorpus:
+    """A corpus read from the Hugging Face hub (not fetched as files) and prepared once for
+    training: its reader of sentence pairs and the name of its prepared folder."""
+    name: str
+    title: str
+    licence: str
+    attribution: str
+    pairs: typing.Callable[..., typing.Iterator[tuple[str, str]]]   # (split, batch_rows)
+    prepared_name: typing.Callable[[int, int], str]                # (vocab_size, seed)
+
+    def prepared_folder(self, vocab_size: int, seed: int,
+                        root: str | os.PathLike | None = None) -> Path:
+        """Where training prepares this corpus for a vocabulary size and seed."""
+        return data_dir(root) / self.prepared_name(vocab_size, seed)
+
+
+HUB_CORPORA: dict[str, HubCorpus] = {c.name: c for c in [
+    HubCorpus(
+        name="wmt14",
+        title="WMT 2014 English-German (Bojar et al., 2014): about 4.5M training pairs, "
+              "newstest2013 (valid) and newstest2014 (test), the paper's data (section 5.1)",
+        licence="the terms of each WMT 2014 source (research use)",
+        attribution="Bojar et al. (2014), \"Findings of the 2014 Workshop on Statistical "
+                    "Machine Translation\", Proc. 9th Workshop on Statistical Machine "
+                    "Translation, pp. 12-58, doi:10.3115/v1/W14-3302; read through the "
+                    "Hugging Face dataset wmt14 (de-en)",
+        pairs=wmt14_pairs, prepared_name=wmt14_prepared_name),
+]}
+
+
 def data_dir(path: str | os.PathLike | None = None) -> Path:
     """The data root, the one rule every reader and writer of corpora follows: ``path``
     (``--data-root``), else ``$TRANSFORMER_DATA`` (blank counts as unset), else
@@ -123,6 +217,108 @@ def data_dir(path: str | os.PathLike | None = None) -> Path:
     if os.environ.get("TRANSFORMER_DATA", "").strip():     # blank: as if unset
         return Path(os.environ["TRANSFORMER_DATA"]).expanduser()
     return Path.home() / ".cache" / "transformer" / "data"
+
+
+# --------------------------------------------------------------------------- the value
+@dataclass(frozen=True)
+class Part:
+    """One corpus a :class:`CorpusSpec` reads: a folder (absolute) with its repeats in a
+    mixture, or a corpus of the hub (``folder`` None)."""
+    name: str                         # as written: a registered name or a path
+    folder: Path | None
+    times: int = 1
+    hub: HubCorpus | None = None
+
+    @property
+    def fetched(self) -> Corpus | None:
+        """The registered corpus this part is fetched as on first use (a name under the
+        data root that :data:`CORPORA` lists), else None."""
+        return None if _is_path(self.name) else CORPORA.get(self.name)
+
+    def ensure(self) -> Path | None:
+        """The folder, fetched first when it is a registered corpus not there yet."""
+        corpus = self.fetched
+        if corpus is not None and not self.folder.exists():
+            print(f"{corpus.name} is not in {self.folder.parent} yet: fetching it (once)",
+                  file=sys.stderr)
+            fetch(corpus.name, self.folder.parent)
+        return self.folder
+
+
+@dataclass(frozen=True)
+class CorpusSpec:
+    """What ``--corpus`` names, parsed once (:meth:`parse`): a folder (a name under the data
+    root, or a path), a mixture of folders each repeated ``*N`` times in the train split,
+    or a corpus of the hub (``wmt14``). Two spellings of the same corpus give equal values."""
+    text: str                         # as given
+    parts: tuple[Part, ...]
+    mixture: bool = False
+
+    @classmethod
+    def parse(cls, text: "str | os.PathLike | CorpusSpec",
+              root: str | os.PathLike | None = None) -> "CorpusSpec":
+        """The value of ``text``: a registered name (:data:`CORPORA`, :data:`HUB_CORPORA`),
+        a path (a ``Path``, or a string with a ``/`` or ``~``), a name under the data root
+        ``root``, or a mixture ``"a*2+b"`` of those (not of the hub's; a folder whose name
+        holds a ``+`` is a folder). InputError names a part that is not one."""
+        if isinstance(text, CorpusSpec):
+            return text
+        if not isinstance(text, os.PathLike) and str(text) in HUB_CORPORA:
+            hub = HUB_CORPORA[str(text)]
+            return cls(hub.name, (Part(hub.name, None, hub=hub),))
+        if isinstance(text, os.PathLike) or "+" not in text or _folder(text, root).is_dir():
+            return cls(str(text), (Part(str(text), _folder(text, root)),))
+        parts = []
+        for part in text.split("+"):
+            name, _, times = part.strip().rpartition("*") if "*" in part else \
+                (part.strip(), "", "1")
+            if not name or not times.isdigit() or int(times) < 1 or name in HUB_CORPORA:
+                raise InputError(f"corpus {text!r}: {part.strip()!r} is not a part of a "
+                                 f"mixture (a corpus folder, optionally *N with N >= 1, "
+                                 f"e.g. multi30k-en-de*2+tatoeba-en-de)")
+            parts.append(Part(name, _folder(name, root), int(times)))
+        return cls(text, tuple(parts), mixture=True)
+
+    @property
+    def hub(self) -> HubCorpus | None:
+        """The hub's corpus this names, else None."""
+        return self.parts[0].hub
+
+    @property
+    def folder(self) -> Path | None:
+        """The one folder this names (None for a mixture or a hub corpus)."""
+        return None if self.mixture else self.parts[0].folder
+
+    def resolved(self) -> str:
+        """The spelling stored in a run or a prepared corpus: every folder absolute (the
+        data root folded in), so ``dir``, ``dir/``, ``./dir`` and ``/abs/dir`` compare
+        equal; a hub corpus by its name."""
+        if self.hub is not None:
+            return self.hub.name
+        if not self.mixture:
+            return str(self.folder)
+        return "+".join(f"{part.folder}*{part.times}" for part in self.parts)
+
+    def names(self) -> list[str]:
+        """The corpora this reads, each with its own test split (a mixture has none)."""
+        return [part.name for part in self.parts]
+
+    def folders(self) -> list[Path]:
+        """The folders this reads, each fetched first when it is a registered corpus not
+        there yet (none for a hub corpus)."""
+        return [part.ensure() for part in self.parts if part.hub is None]
+
+
+def _is_path(name: str | os.PathLike) -> bool:
+    """Whether a corpus ``name`` is a path (a ``Path``, or a string with a ``/`` or ``~``)
+    rather than a folder name under :func:`data_dir`."""
+    return isinstance(name, os.PathLike) or os.sep in name or name.startswith("~")
+
+
+def _folder(name: str | os.PathLike, root: str | os.PathLike | None) -> Path:
+    """The folder ``name`` names, absolute: the path, or the name under the data root."""
+    folder = Path(name).expanduser() if _is_path(name) else data_dir(root) / name
+    return folder.resolve()
 
 
 def corpus(name: str) -> Corpus:
@@ -278,13 +474,3 @@ def _remove_leftovers(root: Path, name: str) -> None:
             shutil.rmtree(stale, ignore_errors=True)
 
 
-def ensure(name: str, root: str | os.PathLike | None = None) -> Path | None:
-    """The folder of corpus ``name`` under the data root, fetched first if it is one of
-    :data:`CORPORA` and not there yet; None for a name the project does not fetch."""
-    if name not in CORPORA:
-        return None
-    folder = data_dir(root) / name
-    if not folder.exists():
-        print(f"{name} is not in {data_dir(root)} yet: fetching it (once)", file=sys.stderr)
-        fetch(name, root)
-    return folder

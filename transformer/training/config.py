@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..config import PRESETS, ModelConfig
+from ..corpora import CorpusSpec
 from ..data import DIRECTIONS
 from ..errors import InputError, UserError
 
@@ -172,6 +173,12 @@ class TrainConfig:
                              f"(--cooldown-end) go together, with cooldown <= cooldown_end; "
                              f"got {self.cooldown} and {self.cooldown_end}")
         self.model_config(self.vocab_size)          # a bad override fails now, not later
+        self.corpus_spec                            # and a malformed mixture
+
+    @property
+    def corpus_spec(self) -> CorpusSpec:
+        """What ``corpus`` names, with ``data_root`` folded in (one parse, one rule)."""
+        return CorpusSpec.parse(self.corpus, self.data_root)
 
     def model_config(self, vocab_size: int) -> ModelConfig:
         """The :class:`ModelConfig` of this run: the preset, the overrides, ``vocab_size``."""

@@ -28,7 +28,7 @@ from typing import Iterator
 from ..checkpoint import (CheckpointError, average_checkpoints, load_checkpoint,
                           prune_checkpoints, save_checkpoint, step_checkpoints, step_file,
                           write_atomic)
-from ..data import resolve_corpus
+from ..corpora import CorpusSpec
 from ..tokenizer import Tokenizer
 from .config import TrainConfig, TrainingError, run_settings
 
@@ -41,11 +41,11 @@ def run_identity(cfg: TrainConfig) -> dict:
 
 def _normalised(settings: dict, data_root: str | None = None) -> dict:
     settings = dict(settings)
-    settings.pop("out_dir", None)                   # written by earlier versions
+    settings.pop("out_dir", None)                   # a run.json may hold where it was
     root = settings.pop("data_root", data_root)
     corpus = settings.get("corpus")
     if isinstance(corpus, str):
-        settings["corpus"] = resolve_corpus(corpus, root)
+        settings["corpus"] = CorpusSpec.parse(corpus, root).resolved()
     return settings
 
 
