@@ -235,6 +235,36 @@ def test_a_damaged_prepared_folder_is_named(tmp_path):
         prepare_corpus(toy_config(corpus, tmp_path / "x"), corpus, log=lambda line: None)
 
 
+def test_a_folder_prepared_with_the_bare_hex_fingerprint_still_loads_and_is_reused(tmp_path):
+    # prepared.json recorded the vocabulary as tokenizer_sha256, the bare hex; the one
+    # fingerprint (sha256:<hex>, tokenizer.same_vocabulary) reads both spellings
+    from transformer.tokenizer import Tokenizer, same_vocabulary
+    corpus = synthetic_corpus(tmp_path / "corpus", pairs=50)
+    cfg = toy_config(corpus, tmp_path / "x")
+    out = prepare_corpus(cfg, tmp_path / "prepared", workers=1, log=lambda line: None)
+    manifest = json.loads((out / "prepared.json").read_text())
+    vocabulary = manifest.pop("vocabulary")
+    assert vocabulary.startswith("sha256:") and same_vocabulary(
+        vocabulary, (out / "spm.model").read_bytes())
+    manifest["tokenizer_sha256"] = vocabulary.removeprefix("sha256:")
+    (out / "prepared.json").write_text(json.dumps(manifest))
+    tokenizer = PreparedCorpus(out).tokenizer()
+    assert tokenizer.fingerprint == vocabulary
+    given = prepare_corpus(cfg, tmp_path / "given", workers=1, tokenizer=tokenizer,
+                           log=lambda line: None)
+    settings = json.loads((given / "prepared.json").read_text())["settings"]
+    settings["tokenizer"] = settings["tokenizer"].removeprefix("sha256:")   # the bare hex
+    manifest = json.loads((given / "prepared.json").read_text())
+    (given / "prepared.json").write_text(json.dumps({**manifest, "settings": settings}))
+    said = []
+    assert prepare_corpus(cfg, given, workers=1, tokenizer=tokenizer, log=said.append) == given
+    assert said and "prepared with these settings already" in said[0]
+    other = Tokenizer.train(["zebra quokka"] * 20, tmp_path / "other.model", vocab_size=20)
+    (out / "spm.model").write_bytes(other.serialized())
+    with pytest.raises(ValueError, match="is not the vocabulary the ids in .* were encoded"):
+        PreparedCorpus(out).tokenizer()
+
+
 # Each process maps the prepared folder, runs an epoch, reports what it saw and, while both
 # still hold the mapping, how the ids' pages are counted in its memory (/proc/self/smaps).
 READER = textwrap.dedent('''

@@ -27,11 +27,11 @@ from pathlib import Path
 import torch
 
 from ..batching import BatchIterator
-from ..checkpoint import step_file, vocabulary_fingerprint
+from ..checkpoint import recorded_vocabulary, step_file
 from ..data import ParallelCorpus
 from ..fast import FastLabelSmoothingLoss, FastTransformer, SequenceLoss, compile_layers
 from ..schedule import SCHEDULES, with_cooldown
-from ..tokenizer import Tokenizer
+from ..tokenizer import Tokenizer, same_vocabulary
 from .config import LossDiverged, TrainConfig, TrainingError
 from .distributed import Distributed
 from .optimizers import make_optimizer
@@ -208,15 +208,15 @@ class Trainer:
     def _check_own(self, path: Path, state: dict) -> None:
         from ..config import ModelConfig
         problem = None
+        recorded = recorded_vocabulary(path, state)
         try:
             theirs = ModelConfig.from_dict(state["model_config"]).to_dict()
         except (KeyError, TypeError, ValueError):
             theirs = None
         if theirs != self.model_cfg.to_dict():
             problem = "its model configuration differs"
-        elif self.tokenizer is not None and (
-                ("tokenizer" in state and bytes(state["tokenizer"]) != self.tokenizer.serialized())
-                or state.get("vocabulary") not in (None, vocabulary_fingerprint(self.tokenizer))):
+        elif self.tokenizer is not None and recorded is not None and \
+                not same_vocabulary(recorded, self.tokenizer):
             problem = "its vocabulary differs"
         elif not all(k in state for k in ("optimizer", "batches", "step", "rng")):
             problem = "it holds no training state"
@@ -242,7 +242,7 @@ class Trainer:
         }
         if self.tokenizer is not None:
             state["tokenizer"] = self.tokenizer.serialized()
-            state["vocabulary"] = vocabulary_fingerprint(self.tokenizer)
+            state["vocabulary"] = self.tokenizer.fingerprint
         if self.device.type == "cuda":
             state["rng"]["cuda"] = torch.cuda.get_rng_state()
         if self.scaler is not None:

@@ -22,7 +22,7 @@ import torch
 
 from ..batching import BatchIterator
 from ..data import CorpusStream, ParallelCorpus
-from ..tokenizer import Tokenizer
+from ..tokenizer import Tokenizer, same_vocabulary
 from .config import TrainConfig, TrainingError
 from .distributed import Distributed
 from .prepared import PREPARED_SPLITS, PreparedCorpus, is_prepared, prepare_corpus
@@ -87,7 +87,7 @@ def prepare(cfg: TrainConfig, dist: Distributed, run: RunFolder, identity: dict,
     train, valid = load_split(cfg, "train"), load_split(cfg, "valid")
     if resuming and run.tokenizer_file.exists():
         own = run.tokenizer()
-        if tokenizer is not None and tokenizer.serialized() != own.serialized():
+        if tokenizer is not None and not same_vocabulary(tokenizer, own):
             raise TrainingError(f"the tokenizer handed in is not {run.tokenizer_file}, "
                                 f"the vocabulary of the run in {run.path}")
         tokenizer = own
@@ -148,10 +148,10 @@ def from_prepared(folder: Path, cfg, dist, run, identity: dict,
         raise TrainingError(f"{folder} was prepared with a vocabulary of {own.vocab_size} "
                             f"pieces but --vocab-size is {cfg.vocab_size}")
     resuming = run.exists() and run.tokenizer_file.exists()
-    if resuming and run.tokenizer().serialized() != own.serialized():
+    if resuming and not same_vocabulary(run.tokenizer(), own):
         raise TrainingError(f"{run.tokenizer_file} is not {folder / 'spm.model'}, the "
                             f"vocabulary the prepared corpus was encoded with")
-    if tokenizer is not None and tokenizer.serialized() != own.serialized():
+    if tokenizer is not None and not same_vocabulary(tokenizer, own):
         raise TrainingError(f"the tokenizer handed in is not {folder / 'spm.model'}, the "
                             f"vocabulary the prepared corpus was encoded with")
     for split in PREPARED_SPLITS:

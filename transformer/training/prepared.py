@@ -7,7 +7,8 @@ sentences. ``python -m transformer prepare`` (:func:`prepare_corpus`) instead re
 corpus in pieces (:class:`~transformer.data.CorpusStream`), trains the vocabulary on a
 random sample of pairs, encodes every pair in worker processes and writes::
 
-    folder/prepared.json            manifest: format, corpus, settings, counts, hashes
+    folder/prepared.json            manifest: format, corpus, settings, counts, hashes, the
+                                    vocabulary's fingerprint
     folder/spm.model                the shared BPE vocabulary
     folder/{split}.{en,de}.ids      each sentence's token ids, one after another (uint16
                                     when the vocabulary has at most 65,536 pieces, else int32)
@@ -47,7 +48,7 @@ from ..batching import BatchIterator
 from ..config import BOS_ID, EOS_ID, PAD_ID
 from ..data import CorpusStream, ParallelCorpus
 from ..output import output_folder
-from ..tokenizer import Tokenizer
+from ..tokenizer import Tokenizer, same_vocabulary
 from .vocabulary import train_tokenizer
 from ..errors import InputError
 
@@ -68,8 +69,24 @@ def _settings(cfg, sample: int, tokenizer: Tokenizer | None) -> dict:
     """What a prepared folder is made from: reused only when these are equal."""
     return {"corpus": cfg.corpus_spec.resolved(), "vocab_size": cfg.vocab_size,
             "seed": cfg.seed, "sample": sample,
-            "tokenizer": "trained" if tokenizer is None else
-            hashlib.sha256(tokenizer.serialized()).hexdigest()}
+            "tokenizer": "trained" if tokenizer is None else tokenizer.fingerprint}
+
+
+def _recorded_is(recorded, vocabulary) -> bool:
+    """Whether ``recorded`` (a manifest's entry) is the fingerprint of ``vocabulary``, in
+    either spelling (a folder prepared before the fingerprint had its prefix holds the
+    bare hex); anything else is not."""
+    try:
+        return isinstance(recorded, str) and same_vocabulary(recorded, vocabulary)
+    except ValueError:
+        return False
+
+
+def _same_setting(key: str, theirs, ours) -> bool:
+    """Whether a stored setting equals ours; the vocabulary by its fingerprint."""
+    if key == "tokenizer" and ours != "trained":
+        return _recorded_is(theirs, ours)
+    return theirs == ours
 
 
 # --------------------------------------------------------------------------- writing
@@ -216,7 +233,7 @@ def prepare_corpus(cfg, out: str | os.PathLike, sample: int = DEFAULT_SAMPLE,
     if is_prepared(out):
         theirs = PreparedCorpus(out).manifest["settings"]
         differ = [f"{k}: {theirs.get(k)!r} there, {v!r} here" for k, v in settings.items()
-                  if theirs.get(k) != v]
+                  if not _same_setting(k, theirs.get(k), v)]
         if differ:
             raise InputError(f"{out} holds a corpus prepared with other settings ("
                              f"{'; '.join(differ)}): remove it or choose another folder")
@@ -263,7 +280,7 @@ def prepare_corpus(cfg, out: str | os.PathLike, sample: int = DEFAULT_SAMPLE,
             ensure_ascii=False), encoding="utf-8")
         manifest = {"format": FORMAT, "version": VERSION, "settings": settings,
                     "dtype": dtype, "vocab_size": tokenizer.vocab_size,
-                    "tokenizer_sha256": hashlib.sha256(tokenizer.serialized()).hexdigest(),
+                    "vocabulary": tokenizer.fingerprint,
                     "bpe_pairs": bpe_pairs, "splits": splits,
                     "seconds": round(time.perf_counter() - start, 1)}
         (scratch / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
@@ -349,9 +366,10 @@ class PreparedCorpus:
         path = self.folder / "spm.model"
         if not path.is_file():
             raise FileNotFoundError(f"{path} is missing: the prepared corpus is incomplete")
-        if hashlib.sha256(path.read_bytes()).hexdigest() != self.manifest.get("tokenizer_sha256"):
+        recorded = self.manifest.get("vocabulary", self.manifest.get("tokenizer_sha256"))
+        if not _recorded_is(recorded, path.read_bytes()):
             raise InputError(f"{path} is not the vocabulary the ids in {self.folder} were "
-                             f"encoded with (its sha256 differs from {MANIFEST}'s)")
+                             f"encoded with (its fingerprint differs from {MANIFEST}'s)")
         tokenizer = Tokenizer.load(path)
         if tokenizer.vocab_size != self.vocab_size:
             raise InputError(f"{self.folder / MANIFEST}: vocab_size {self.vocab_size} but "

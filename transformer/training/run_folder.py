@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Iterator
 
 from ..checkpoint import (CheckpointError, average_checkpoints, load_checkpoint,
-                          prune_checkpoints, save_checkpoint, step_checkpoints, step_file,
-                          write_atomic)
+                          prune_checkpoints, save_checkpoint, step_checkpoints, step_file)
 from ..corpora import CorpusSpec
+from ..output import write_output
 from ..tokenizer import Tokenizer
 from .config import TrainConfig, TrainingError, run_settings
 
@@ -125,8 +125,8 @@ class RunFolder:
     def create(self, identity: dict, tokenizer: Tokenizer) -> None:
         """Start a run: write the tokenizer, then ``run.json`` (last: it marks a run)."""
         self.path.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.tokenizer_file, tokenizer.serialized())
-        write_atomic(self.run_file, json.dumps({"train": identity}, indent=1).encode())
+        write_output(self.tokenizer_file, tokenizer.serialized())
+        write_output(self.run_file, json.dumps({"train": identity}, indent=1).encode())
 
     def tokenizer(self) -> Tokenizer:
         """The run's BPE vocabulary (``spm.model``). A damaged ``spm.model`` is rebuilt,
@@ -138,7 +138,7 @@ class RunFolder:
         for path, state in self.complete_checkpoints():
             if "tokenizer" in state:
                 tokenizer = Tokenizer.from_serialized(bytes(state["tokenizer"]))
-                write_atomic(self.tokenizer_file, tokenizer.serialized())
+                write_output(self.tokenizer_file, tokenizer.serialized())
                 warnings.warn(f"{self.tokenizer_file} was damaged; rebuilt it from the "
                               f"tokenizer inside {path}")
                 return tokenizer
@@ -184,8 +184,8 @@ class RunFolder:
             return
         kept = [r for r in self.records() if r["step"] <= step and not r.get("final")]
         if self.metrics_file.exists():
-            write_atomic(self.metrics_file,
-                          "".join(json.dumps(r) + "\n" for r in kept).encode())
+            write_output(self.metrics_file,
+                         "".join(json.dumps(r) + "\n" for r in kept).encode())
 
     # ------------------------------------------------------------ checkpoints
     def checkpoints(self) -> list[Path]:
