@@ -9,6 +9,7 @@ import io
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -21,6 +22,7 @@ import torch
 
 from helpers import one_line_error, run_cli, train_args, write_corpus
 from transformer.tools import cli
+from transformer.training.command import train_command, train_config
 from transformer.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from transformer.errors import ISSUES, InputError, MissingPackage
 from transformer.inference import load_model
@@ -93,15 +95,32 @@ def test_train_writes_a_summary_with_its_provenance(toy_runs):
     assert summary["valid_loss"] == RunFolder(toy_runs["a"]).records()[-1]["valid_loss"]
 
 
+def test_the_python_api_leaves_the_run_the_command_line_leaves(toy_corpus, toy_runs, tmp_path):
+    # the README's Trainer.from_config(cfg).fit(): the same files, summary.json included,
+    # whose command is the train command that reproduces the run
+    from transformer.training.loop import Trainer
+    args = cli.build_parser().parse_args(train_args(toy_corpus, tmp_path / "api"))
+    cfg = train_config(args)
+    result = Trainer.from_config(cfg).fit()
+    api, command_line = tmp_path / "api", toy_runs["a"]
+    assert sorted(p.name for p in api.iterdir()) == sorted(p.name for p in command_line.iterdir())
+    summary = json.loads((api / "summary.json").read_text())
+    theirs = json.loads((command_line / "summary.json").read_text())
+    assert set(summary) == set(theirs) and summary["step"] == result["step"] == 3
+    assert summary["train"] == {**theirs["train"], "out_dir": str(api)}
+    assert summary["valid_loss"] == result["valid_loss"]
+    assert shlex.split(summary["provenance"]["command"]) == train_command(cfg)
+
+
 def test_train_command_round_trips_a_config(tmp_path):
     cfg = TrainConfig(out_dir=str(tmp_path / "r"), corpus="tatoeba-en-de", direction="de-en",
                       lr_factor=0.5, time_limit_min=1.5, compile=True, progress=False,
                       model_overrides={"norm_position": "pre", "n_heads": 4}, threads=2)
-    command = cli.train_command(cfg)
+    command = train_command(cfg)
     assert command[:6] == ["python", "-m", "transformer", "train", "--out", cfg.out_dir]
     assert "--no-progress" in command and "--compile" in command
-    assert cli.train_config(cli.build_parser().parse_args(command[3:])) == cfg
-    assert cli.train_command(cfg, "elsewhere")[5] == "elsewhere"
+    assert train_config(cli.build_parser().parse_args(command[3:])) == cfg
+    assert train_command(cfg, "elsewhere")[5] == "elsewhere"
 
 
 def test_which_fields_define_a_run_is_declared_on_the_fields():

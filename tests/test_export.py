@@ -11,7 +11,8 @@ pytest.importorskip("onnxruntime")
 from transformer.data import load_corpus  # noqa: E402
 from transformer.decoding import beam_search, build_source_batch, greedy_decode  # noqa: E402
 from transformer.tools.export import ExportError, OnnxModel, export_model  # noqa: E402
-from transformer.fast import plain_form, record_attention  # noqa: E402
+from transformer.fast import plain_form  # noqa: E402
+from transformer.recording import record_attention  # noqa: E402
 from transformer.inference import load_model  # noqa: E402
 from transformer.training.recipes import recipe  # noqa: E402
 from transformer.training.loop import Trainer  # noqa: E402

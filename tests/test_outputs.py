@@ -395,12 +395,13 @@ def interrupt_at(k: int, files: tuple[str, ...], start):
 def test_ctrl_c_reports_the_lines_in_the_file_wherever_it_lands(capsys, toy, tmp_path):
     import transformer.decoding as decoding
     import transformer.output as output
+    from transformer.tools import interrupts
     source, target = tmp_path / "in.txt", tmp_path / "out.txt"
     source.write_text("the dog runs.\nthe green house.\na man sits.\n")
     code, _, err = run_cli(capsys, translate_args(toy, source, target))
     assert code == 0, err
     whole = target.read_text().splitlines()
-    files = (cli.__file__, output.__file__)
+    files = (cli.__file__, output.__file__, interrupts.__file__)
     counted, k = [], 0
     while True:
         k += 1

@@ -137,9 +137,9 @@ def test_a_record_names_a_dirty_tree_anywhere_but_in_the_records(tmp_path, monke
     themselves (book/results, rewritten by the commands) do not."""
     import shutil
     import subprocess
-    tools = tmp_path / "transformer" / "tools"
-    tools.mkdir(parents=True)
-    shutil.copy(REPO / "transformer/tools/provenance.py", tools / "provenance.py")
+    package = tmp_path / "transformer"
+    package.mkdir(parents=True)
+    shutil.copy(REPO / "transformer/provenance.py", package / "provenance.py")
     (tmp_path / "benchmarks").mkdir()
     (tmp_path / "benchmarks" / "x.py").write_text("x = 1\n")
     (tmp_path / "book/results").mkdir(parents=True)
@@ -148,8 +148,8 @@ def test_a_record_names_a_dirty_tree_anywhere_but_in_the_records(tmp_path, monke
     subprocess.run(git[:3] + ["init", "-q"], check=True)
     subprocess.run(git + ["add", "-A"], check=True)
     subprocess.run(git + ["commit", "-qm", "c"], check=True)
-    from transformer.tools import provenance as module
-    monkeypatch.setattr(module, "__file__", str(tools / "provenance.py"))   # that checkout
+    from transformer import provenance as module
+    monkeypatch.setattr(module, "__file__", str(package / "provenance.py"))   # that checkout
     monkeypatch.delenv("TRANSFORMER_COMMIT", raising=False)
     assert not module.git_commit().endswith("+changes")
     (tmp_path / "book/results/r.json").write_text('{"a": 1}\n')

@@ -43,7 +43,7 @@ def main():
     import torch
     from transformer.tools.export import compare_forms
     from transformer.inference import load_model
-    from transformer.tools.provenance import provenance, write_record
+    from transformer.provenance import provenance, write_record
     torch.set_num_threads(args.threads)
     checkpoint = args.checkpoint
     if checkpoint is None:

@@ -10,7 +10,7 @@ rewrites the blocks between ``<!-- results:NAME -->`` and ``<!-- /results:NAME -
 ``README.md`` and ``benchmarks/README.md`` (``tests/test_results.py`` runs the check).
 
 A record is a JSON object with a ``provenance`` object. One a command wrote holds the
-commit, the command, the CPU, torch and the date (``transformer.tools.provenance``); one
+commit, the command, the CPU, torch and the date (``transformer.provenance``); one
 transcribed from the experiment notes says where from in ``transcribed`` and holds the same
 fields as the notes give them; a figure published elsewhere holds ``published`` and ``date``.
 """

@@ -127,6 +127,7 @@ class Trainer:
         self.records: list[dict] = []    # what log() wrote, this process
         self.resumed_from: Path | None = None
         self.lock = None             # the run folder's lock (from_config), see close()
+        self.command = self.recipe = None    # what summary.json names (from_config)
         self.divergence = DivergenceWatch(self.model_cfg.tgt_vocab_size)
         self.loss_module = SequenceLoss(self.model, self.criterion)
         # the negative log-likelihood (no smoothing): validation's perplexity
@@ -145,14 +146,17 @@ class Trainer:
 
     # -------------------------------------------------------------- set-up
     @classmethod
-    def from_config(cls, cfg: TrainConfig, tokenizer: Tokenizer | None = None) -> "Trainer":
+    def from_config(cls, cfg: TrainConfig, tokenizer: Tokenizer | None = None, *,
+                    command: str | None = None, recipe: str | None = None) -> "Trainer":
         """Everything ``python -m transformer train`` does before the first update.
 
         Checks the settings against the run folder ``cfg.out_dir`` (if it holds a run),
         reads the corpus, trains the BPE vocabulary (or takes ``tokenizer``, or the run's),
         builds the iterators, the model (:class:`~transformer.fast.FastTransformer`) and the
         optimizer, writes the run folder (only now, when every check has passed) and
-        resumes from its newest complete checkpoint.
+        resumes from its newest complete checkpoint. ``command`` and ``recipe``: what
+        :meth:`fit`'s ``summary.json`` names as the run's command (default: the ``train``
+        command that reproduces ``cfg``) and recipe.
         """
         dist = Distributed(cfg.device)
         resolve_precision(cfg.precision, dist.device)
@@ -166,7 +170,7 @@ class Trainer:
             if lock is not None:
                 lock.close()
             raise
-        trainer.lock = lock
+        trainer.lock, trainer.command, trainer.recipe = lock, command, recipe
         return trainer
 
     @classmethod
@@ -451,9 +455,14 @@ class Trainer:
         self.log({"step": self.step, **final, "train_seconds": self.train_seconds,
                   "precision": self.precision, "final": True})
         self.average()
+        result = {"step": self.step, "train_seconds": self.train_seconds,
+                  "precision": self.precision, **final}
+        if self.run is not None and self.dist.main:
+            self.run.write_summary(self.cfg, result, model=self.model_cfg.to_dict(),
+                                   params=self.model.num_parameters(), device=self.device,
+                                   command=self.command, recipe=self.recipe)
         self.dist.barrier()
-        return {"step": self.step, "train_seconds": self.train_seconds,
-                "precision": self.precision, **final}
+        return result
 
     # ---------------------------------------------------------- evaluation
     @torch.no_grad()

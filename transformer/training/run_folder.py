@@ -7,7 +7,9 @@
     run/checkpoints/       step_<update>.pt, the last ``keep_last`` kept
     run/metrics.jsonl      one JSON object per logged update / evaluation
     run/average.pt         mean of the last checkpoints (section 6.1, written at the end)
-    run/summary.json       the finished run's figures, settings and provenance (``train``)
+    run/summary.json       the finished run's figures, settings and provenance (written by
+                           :meth:`~transformer.training.loop.Trainer.fit`, from the command
+                           line and from Python alike)
     run/train.lock         held by the ``train`` that writes the run (:meth:`RunFolder.lock`)
 
 ``run.json`` is written last, once every check has passed: a folder without it holds no
@@ -18,9 +20,11 @@ the folder is moved.
 """
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import os
+import shlex
 import warnings
 from pathlib import Path
 from typing import Iterator
@@ -29,7 +33,9 @@ from ..checkpoint import (CheckpointError, average_checkpoints, load_checkpoint,
                           prune_checkpoints, save_checkpoint, step_checkpoints, step_file)
 from ..corpora import CorpusSpec
 from ..output import write_output
+from ..provenance import provenance, write_record
 from ..tokenizer import Tokenizer
+from .command import train_command
 from .config import TrainConfig, TrainingError, run_settings
 
 
@@ -146,6 +152,18 @@ class RunFolder:
                             f"rebuild it from: use another --out folder") from None
 
     # --------------------------------------------------------------- metrics
+    def write_summary(self, cfg: TrainConfig, result: dict, *, model: dict, params: int,
+                      device=None, command: str | None = None,
+                      recipe: str | None = None) -> Path:
+        """``summary.json`` of the finished run: ``result`` (the final figures), the
+        settings ``cfg`` (and the ``recipe`` they came from), the ``model`` configuration
+        and its ``params``, and the provenance, whose command is ``command`` (as typed) or
+        else the ``train`` command that reproduces ``cfg``."""
+        command = command or shlex.join(train_command(cfg, recipe=recipe))
+        return write_record(self.summary_file, {
+            "provenance": provenance(command, device), "recipe": recipe,
+            "train": dataclasses.asdict(cfg), "model": model, "params": params, **result})
+
     def log(self, record: dict) -> None:
         """Append one record to ``metrics.jsonl``."""
         self.path.mkdir(parents=True, exist_ok=True)
