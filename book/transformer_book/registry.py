@@ -83,7 +83,7 @@ BENCHMARKS = [
      "table3_gpu", None),
 ]
 
-# The scripts' paths before benchmarks/ was grouped (issue 46). A committed record keeps
+# The scripts' paths before benchmarks/ was grouped by folder. A committed record keeps
 # the command that measured it, as it was typed; this leads from such a command's script
 # to today's (tests/test_results.py checks that every record's script is found).
 MOVED = {f"benchmarks/{old}": f"benchmarks/{new}" for old, new in [

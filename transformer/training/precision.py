@@ -42,8 +42,9 @@ def cpu_has_native_bf16() -> bool:
 
     Without them PyTorch multiplies bf16 matrices on a slow generic path, far slower than
     fp32 (the record ``book/results/bf16_without_instructions.json``, on the Results page:
-    a matrix product and an update of ``make train-tiny``, in bf16 and in fp32). When the flags cannot be read at all
-    (:func:`cpu_flags` is None) the answer is yes, as before the check existed.
+    a matrix product and an update of ``make train-tiny``, in bf16 and in fp32). When the
+    flags cannot be read at all (:func:`cpu_flags` is None) the answer is yes: a CPU that
+    cannot be asked is not taken for a slow one.
     """
     flags = cpu_flags()
     return True if flags is None else bool(set(BF16_INSTRUCTIONS) & flags)
