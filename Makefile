@@ -9,9 +9,9 @@ export PYTHONUNBUFFERED = 1
 
 .PHONY: setup test test-unit test-book node-test node-setup test-colab book browser jemalloc demo clean train-small train-tiny clean-cache gpu-data gpu-wheels
 # Book builds and book tests run torch on one thread: on small shared CPUs the default
-# thread count thrashed (a 2-layer toy training: 100 s with 2 threads, 9 s with 1).
+# thread count thrashes (the Results page, "Training beside other work", has the figures).
 # The book build trains its cached model in a kernel: under jemalloc (when installed) its
-# memory grows far less (transformer/training/host_memory.py; `python -m transformer` does this itself).
+# memory grows far less (transformer/tools/host_memory.py; `python -m transformer` does this itself).
 # Recursive (=) and $(shell): looked up when a recipe runs, after `make setup` installed
 # jemalloc, so that the first build on a fresh machine runs under it as the second does.
 JEMALLOC = $(firstword $(shell ls /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/lib/aarch64-linux-gnu/libjemalloc.so.2 2>/dev/null))

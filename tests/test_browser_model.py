@@ -23,7 +23,7 @@ import torch
 from transformer.data import load_corpus
 from transformer.decoding import beam_search, build_source_batch, greedy_decode
 from transformer.tools.export import rounded_model
-from transformer.fast import record_attention
+from transformer.recording import record_attention
 from transformer.inference import load_model
 
 REPO = Path(__file__).resolve().parents[1]

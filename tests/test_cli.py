@@ -9,6 +9,7 @@ import io
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -21,6 +22,7 @@ import torch
 
 from helpers import one_line_error, run_cli, train_args, write_corpus
 from transformer.tools import cli
+from transformer.training.command import train_command, train_config
 from transformer.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from transformer.errors import ISSUES, InputError, MissingPackage
 from transformer.inference import load_model
@@ -93,15 +95,32 @@ def test_train_writes_a_summary_with_its_provenance(toy_runs):
     assert summary["valid_loss"] == RunFolder(toy_runs["a"]).records()[-1]["valid_loss"]
 
 
+def test_the_python_api_leaves_the_run_the_command_line_leaves(toy_corpus, toy_runs, tmp_path):
+    # the README's Trainer.from_config(cfg).fit(): the same files, summary.json included,
+    # whose command is the train command that reproduces the run
+    from transformer.training.loop import Trainer
+    args = cli.build_parser().parse_args(train_args(toy_corpus, tmp_path / "api"))
+    cfg = train_config(args)
+    result = Trainer.from_config(cfg).fit()
+    api, command_line = tmp_path / "api", toy_runs["a"]
+    assert sorted(p.name for p in api.iterdir()) == sorted(p.name for p in command_line.iterdir())
+    summary = json.loads((api / "summary.json").read_text())
+    theirs = json.loads((command_line / "summary.json").read_text())
+    assert set(summary) == set(theirs) and summary["step"] == result["step"] == 3
+    assert summary["train"] == {**theirs["train"], "out_dir": str(api)}
+    assert summary["valid_loss"] == result["valid_loss"]
+    assert shlex.split(summary["provenance"]["command"]) == train_command(cfg)
+
+
 def test_train_command_round_trips_a_config(tmp_path):
     cfg = TrainConfig(out_dir=str(tmp_path / "r"), corpus="tatoeba-en-de", direction="de-en",
                       lr_factor=0.5, time_limit_min=1.5, compile=True, progress=False,
                       model_overrides={"norm_position": "pre", "n_heads": 4}, threads=2)
-    command = cli.train_command(cfg)
+    command = train_command(cfg)
     assert command[:6] == ["python", "-m", "transformer", "train", "--out", cfg.out_dir]
     assert "--no-progress" in command and "--compile" in command
-    assert cli.train_config(cli.build_parser().parse_args(command[3:])) == cfg
-    assert cli.train_command(cfg, "elsewhere")[5] == "elsewhere"
+    assert train_config(cli.build_parser().parse_args(command[3:])) == cfg
+    assert train_command(cfg, "elsewhere")[5] == "elsewhere"
 
 
 def test_which_fields_define_a_run_is_declared_on_the_fields():
@@ -116,8 +135,9 @@ def test_which_fields_define_a_run_is_declared_on_the_fields():
     ("--threads", "-1", "argument --threads: must be >= 0, got -1"),
     ("--max-updates", "-5", "argument --max-updates: must be >= 1, got -5"),
     ("--max-updates", "0", "argument --max-updates: must be >= 1, got 0"),   # not "no limit"
-    ("--vocab-size", "0", "argument --vocab-size: must be >= 5, got 0"),
-    ("--label-smoothing", "1.5", "argument --label-smoothing: must be <= 1, got 1.5"),
+    ("--vocab-size", "5", "argument --vocab-size: must be >= 6, got 5"),
+    ("--label-smoothing", "1", "argument --label-smoothing: must be < 1, got 1.0"),
+    ("--label-smoothing", "nan", "argument --label-smoothing: must be a finite number, got nan"),
     ("--warmup", "ten", "argument --warmup: expected int, got 'ten'"),
 ])
 def test_bad_train_values_fail_in_one_line_before_anything_is_written(
@@ -160,6 +180,15 @@ def test_a_failed_first_start_leaves_no_run_so_the_corrected_command_works(
     argv[argv.index("--vocab-size") + 1] = "100000"     # too large for this text
     code, _, err = run_cli(capsys, argv)
     assert code == 2 and "--vocab-size 100000 is too large" in one_line_error(err)
+    assert not (out / "run.json").exists() and not (out / "spm.model").exists()
+
+    argv[argv.index("--vocab-size") + 1] = "10"         # too small for its characters
+    code, _, err = run_cli(capsys, argv)
+    chars = len(set("".join((corpus / f"train.{s}").read_text() for s in ("src", "tgt")))
+                - {" ", "\n"})
+    assert code == 2 and one_line_error(err) == (
+        f"error: --vocab-size 10 is too small for the training split of {corpus}: its "
+        f"characters and the 4 special pieces need at least {chars + 5} pieces")
     assert not (out / "run.json").exists() and not (out / "spm.model").exists()
 
     code, stdout, err = run_cli(capsys, train_args(corpus, out))   # the corrected command
@@ -281,6 +310,25 @@ def test_average_of_checkpoints_with_different_vocabularies_is_refused(capsys, t
     line = one_line_error(err)
     assert code == 2 and str(a) in line and str(b) in line and "not checkpoints of the same" in line
     assert not (tmp_path / "avg.pt").exists()
+
+
+@pytest.mark.parametrize("given", ["folder", "files"])
+def test_average_last_n_averages_the_newest_n(capsys, tmp_path, given):
+    # checkpoints whose one weight is their step: the mean of the last two of steps
+    # 100..400 is 350 (the first two would give 150)
+    from transformer.checkpoint import step_file
+    folder = tmp_path / "checkpoints"
+    for step in (100, 200, 300, 400):
+        save_checkpoint({"model": {"w": torch.full((2, 3), float(step))}, "step": step,
+                         "model_config": {"vocab_size": 8}}, folder / step_file(step))
+    paths = sorted(folder.iterdir())
+    code, out, err = run_cli(capsys, ["average", *([folder] if given == "folder" else paths),
+                                      "--last", 2, "--out", tmp_path / "avg.pt"])
+    assert code == 0, err
+    averaged = load_checkpoint(tmp_path / "avg.pt")
+    assert torch.equal(averaged["model"]["w"], torch.full((2, 3), 350.0))
+    assert averaged["averaged_from"] == [str(p) for p in paths[2:]] and averaged["step"] == 400
+    assert out == f"averaged 2 checkpoints into {tmp_path / 'avg.pt'}\n"
 
 
 # ------------------------------------------------------------ package boundaries

@@ -108,8 +108,12 @@ def test_a_damaged_download_fails_in_one_line_and_leaves_no_corpus(tmp_path, hos
 
 def test_a_partial_download_fails_in_one_line_and_leaves_no_corpus(tmp_path, host):
     host.cut["train.de.gz"] = 100_000                     # the connection drops mid-file
-    with pytest.raises(ConnectionError, match=r"^could not download .*/train\.de\.gz: "):
+    size = offline_files("multi30k-en-de")["train.tgt.gz"].stat().st_size
+    url = f"{host.url('multi30k-en-de')}/train.de.gz"
+    with pytest.raises(ConnectionError) as err:
         fetch("multi30k-en-de", tmp_path, url=host.url("multi30k-en-de"))
+    assert str(err.value) == (f"could not download {url}: the connection closed after "
+                              f"100,000 of {size:,} bytes")        # the URL named once
     assert listing(tmp_path) == []
 
 
@@ -197,6 +201,67 @@ def test_a_fresh_clone_fetches_what_the_book_recipe_trains_on(tmp_path, host):
     imported = subprocess.run([sys.executable, "-c", "import transformer; print(transformer.__file__)"],
                               cwd=clone, env=env, capture_output=True, text=True, check=True)
     assert Path(imported.stdout.strip()).is_relative_to(clone)   # the clone's code ran
+
+
+def test_two_fetches_at_once_both_return_the_corpus(tmp_path, monkeypatch):
+    # what torchrun's ranks do on first use: both fetch, the first to finish puts the
+    # folder in place, and the other finds it there when it renames its own
+    real_read, other = corpora._read, []
+
+    def read_then_let_the_other_finish(source, names, timeout, bar):
+        if names[1] == corpora.FILES[-1] and not other:
+            other.append(None)
+            other[0] = fetch("tatoeba-en-de", tmp_path)         # the other process, whole
+        return real_read(source, names, timeout, bar)
+
+    monkeypatch.setattr(corpora, "_read", read_then_let_the_other_finish)
+    assert fetch("tatoeba-en-de", tmp_path) == other[0] == tmp_path / "tatoeba-en-de"
+    assert verify("tatoeba-en-de", tmp_path / "tatoeba-en-de") == []
+    assert listing(tmp_path) == ["tatoeba-en-de"]                # the loser's copy is gone
+
+
+def _killed_fetch(root: Path) -> None:
+    """A fetch of tatoeba-en-de into ``root`` killed (SIGKILL) after its second file."""
+    code = ("import os, signal, sys\n"
+            "from transformer import corpora\n"
+            "real, calls = corpora.normalised_text, []\n"
+            "def text(data, where):\n"
+            "    calls.append(where)\n"
+            "    if len(calls) == 3:\n"
+            "        os.kill(os.getpid(), signal.SIGKILL)\n"
+            "    return real(data, where)\n"
+            "corpora.normalised_text = text\n"
+            "corpora.fetch('tatoeba-en-de', sys.argv[1])\n")
+    done = subprocess.run([sys.executable, "-c", code, str(root)], timeout=120)
+    assert done.returncode == -9
+    assert listing(root) and "tatoeba-en-de" not in listing(root)   # its hidden folder
+
+
+def test_a_killed_fetch_leaves_nothing_once_a_fetch_has_run_since(tmp_path):
+    _killed_fetch(tmp_path)
+    fetch("tatoeba-en-de", tmp_path)                     # the retry, seconds later
+    assert listing(tmp_path) == ["tatoeba-en-de"]
+    _killed_fetch(tmp_path / "other")
+    shutil.copytree(tmp_path / "tatoeba-en-de", tmp_path / "other" / "tatoeba-en-de")
+    fetch("tatoeba-en-de", tmp_path / "other")           # the corpus is there already
+    assert listing(tmp_path / "other") == ["tatoeba-en-de"]
+
+
+def test_a_blank_data_root_setting_counts_as_unset(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    for blank in ("", " ", "\t"):
+        monkeypatch.setenv("TRANSFORMER_DATA", blank)
+        assert data_dir() == tmp_path / "home" / ".cache" / "transformer" / "data"
+        with pytest.raises(ValueError, match=r"^--data-root .* is blank"):
+            data_dir(blank)
+    env = {**os.environ, "TRANSFORMER_DATA": " ", "HOME": str(tmp_path / "home")}
+    done = subprocess.run([sys.executable, "-m", "transformer", "fetch", "tatoeba-en-de"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    home = tmp_path / "home" / ".cache" / "transformer" / "data" / "tatoeba-en-de"
+    assert done.stdout == f"tatoeba-en-de: {home}\n"
+    assert listing(tmp_path) == ["home"]                 # no folder named " " here
 
 
 def test_a_killed_fetchs_hidden_folder_is_removed_by_a_later_fetch(tmp_path):

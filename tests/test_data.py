@@ -6,7 +6,9 @@ import sys
 import pytest
 
 from transformer import data
+from transformer.corpora import CorpusSpec
 from transformer.data import ParallelCorpus, load_corpus, load_wmt14, read_parallel
+from transformer.training.config import TrainConfig
 
 from corpus_host import OFFLINE as REAL_DATA  # noqa: E402  (the offline copy)
 needs_multi30k = pytest.mark.skipif(    # under CI (CI=true) a missing corpus fails instead
@@ -25,8 +27,35 @@ def test_corpus_folder_resolves_every_spelling(tmp_path, monkeypatch):
     (tmp_path / "c").mkdir()
     monkeypatch.chdir(tmp_path)
     spellings = ["./c", "./c/", str(tmp_path / "c"), str(tmp_path / "c") + "/", "c/"]
-    assert {data.corpus_folder(s) for s in spellings} == {(tmp_path / "c").resolve()}
-    assert data.corpus_folder("multi30k-en-de", tmp_path) == (tmp_path / "multi30k-en-de").resolve()
+    assert {CorpusSpec.parse(s).folder for s in spellings} == {(tmp_path / "c").resolve()}
+    assert {CorpusSpec.parse(s).resolved() for s in spellings} == {str(tmp_path / "c")}
+    assert CorpusSpec.parse("multi30k-en-de", tmp_path).folder == \
+        (tmp_path / "multi30k-en-de").resolve()
+
+
+def test_a_corpus_is_parsed_once_into_a_value(tmp_path):
+    """What ``--corpus`` names, decided in one place: a registered name (fetched on first
+    use), a hub corpus (read and prepared, no folder), a path, a mixture."""
+    from transformer.corpora import CORPORA, HUB_CORPORA
+    multi30k = CorpusSpec.parse("multi30k-en-de", tmp_path)
+    assert multi30k.parts[0].fetched is CORPORA["multi30k-en-de"] and not multi30k.mixture
+    assert multi30k.folder == tmp_path.resolve() / "multi30k-en-de" and multi30k.hub is None
+    wmt = CorpusSpec.parse("wmt14", tmp_path)
+    assert wmt.hub is HUB_CORPORA["wmt14"] and wmt.folder is None and wmt.resolved() == "wmt14"
+    assert wmt.hub.prepared_folder(37000, 1, tmp_path) == tmp_path / "wmt14-prepared-v37000-s1"
+    assert wmt.names() == ["wmt14"] and wmt.folders() == []
+    mine = CorpusSpec.parse(tmp_path / "wmt14")          # a folder named so is a folder
+    assert mine.hub is None and mine.folder == (tmp_path / "wmt14").resolve()
+    mix = CorpusSpec.parse("multi30k-en-de*2+tatoeba-en-de", tmp_path)
+    assert mix.mixture and [(p.name, p.times) for p in mix.parts] == \
+        [("multi30k-en-de", 2), ("tatoeba-en-de", 1)]
+    again = CorpusSpec.parse(mix.resolved())             # as a run folder stores it
+    assert mix.folder is None and again.resolved() == mix.resolved()
+    assert [(p.folder, p.times) for p in again.parts] == [(p.folder, p.times) for p in mix.parts]
+    with pytest.raises(ValueError, match="'wmt14' is not a part of a mixture"):
+        CorpusSpec.parse("multi30k-en-de+wmt14")
+    with pytest.raises(ValueError, match=r"TrainConfig|not a part of a mixture"):
+        TrainConfig(corpus="a*0+b")                      # refused with the settings
 
 
 # ------------------------------------------------------------------ read_parallel
@@ -173,15 +202,15 @@ def test_a_mixture_repeats_train_parts_joins_valid_once_and_has_no_test(toy_root
     for bad in ("toy-en-de*0+other-en-de", "toy-en-de*x+other-en-de", "+other-en-de"):
         with pytest.raises(ValueError, match="not a part of a mixture"):
             load_corpus(bad, "train", root=toy_root)
-    resolved = data.resolve_corpus("toy-en-de*2+other-en-de", toy_root)
+    resolved = CorpusSpec.parse("toy-en-de*2+other-en-de", toy_root).resolved()
     assert resolved == f"{toy_root / 'toy-en-de'}*2+{other}*1"
-    assert data.resolve_corpus(resolved) == resolved                 # the same spelt twice
+    assert CorpusSpec.parse(resolved).resolved() == resolved          # the same spelt twice
     assert data.corpus_folders(resolved) == [toy_root / "toy-en-de", other]
     assert data.part_names("toy-en-de*2+other-en-de") == ["toy-en-de", "other-en-de"]
     assert data.part_names("toy-en-de") == ["toy-en-de"]
     joined = data.concatenate_corpora(["toy-en-de", other], toy_root / "toy+other", root=toy_root)
-    assert data.mixture_parts(str(joined)) is None          # a folder whose name holds a +
-    assert data.mixture_parts("toy+other", toy_root) is None                # by name too
+    assert not CorpusSpec.parse(str(joined)).mixture     # a folder whose name holds a +
+    assert not CorpusSpec.parse("toy+other", toy_root).mixture              # by name too
     assert load_corpus("toy+other", "valid", root=toy_root).src == ["a cat", "a bird"]
     assert load_corpus(str(joined), "train").src == ["a house", "a tree", "a dog"]
 

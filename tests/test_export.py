@@ -14,7 +14,8 @@ from transformer.decoding import PAPER_SEARCH  # noqa: E402
 from transformer.tools.export import ExportError, export_model  # noqa: E402
 from transformer.tools.manifest import FILES, FORMAT, page_files, read_manifest  # noqa: E402
 from transformer.tools.onnx_model import OnnxModel  # noqa: E402
-from transformer.fast import plain_form, record_attention  # noqa: E402
+from transformer.fast import plain_form  # noqa: E402
+from transformer.recording import record_attention  # noqa: E402
 from transformer.inference import load_model  # noqa: E402
 from transformer.training.recipes import recipe  # noqa: E402
 from transformer.training.loop import Trainer  # noqa: E402
@@ -169,3 +170,25 @@ def test_an_unknown_weight_form_is_refused(trained, tmp_path):
     model, tokenizer, _ = trained
     with pytest.raises(ExportError, match="unknown weight form"):
         export_model(model, tokenizer, tmp_path, weights="int4")
+
+
+def test_int8_rounds_each_weight_to_the_nearest_step_of_its_rows_scale():
+    """The property itself, with the scale worked out here (not by the code under test):
+    each row's step is max|w| / 127, and every stored weight is the nearest multiple of
+    it, |q * step - w| <= step / 2 (truncating toward zero errs by up to a whole step)."""
+    from transformer.tools.export import round_weights
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(64, 48, generator=g) * torch.logspace(-4, 1, 64).unsqueeze(1)
+    w[5] = 0.0                                             # a row of zeros stays zeros
+    rounded = round_weights(w, "int8")
+    step = (w.abs().amax(dim=1, keepdim=True) / 127).double()
+    error = (rounded.double() - w.double()).abs()
+    nonzero = step.squeeze(1) > 0
+    assert torch.all(error[nonzero] <= step[nonzero] / 2 * (1 + 1e-5)), \
+        float((error[nonzero] / step[nonzero]).max())
+    levels = rounded.double()[nonzero] / step[nonzero]
+    assert torch.allclose(levels, levels.round(), atol=1e-3)   # on the row's grid
+    assert levels.abs().max() <= 127 + 1e-3
+    assert torch.all(rounded[5] == 0)
+    assert torch.equal(round_weights(w, "fp16"), w.half().float())
+    assert torch.equal(round_weights(w, "fp32"), w)

@@ -9,7 +9,8 @@ from transformer import FastTransformer, ModelConfig, Transformer, fast_form, pl
 from transformer.attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
 from transformer.decoding import beam_search, greedy_decode
 from transformer.fast import (CheapDropout, FastLabelSmoothingLoss, FastMultiHeadAttention,
-                              KVCache, Layout, Packing, SequenceLoss, record_attention)
+                              KVCache, Layout, Packing, SequenceLoss)
+from transformer.recording import record_attention
 from transformer.loss import LabelSmoothingLoss, label_smoothed_nll_loss
 
 TOL = 1e-5

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import processes
-from transformer.training import host_memory
+from transformer.tools import host_memory
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -100,6 +100,21 @@ def test_a_link_to_standard_output_writes_there_after_the_score(capfd, toy, tmp_
     assert "BLEU = " in score and json.loads("{" + record)["sentences"] == 3
 
 
+def test_an_output_through_a_link_keeps_the_link_and_writes_its_target(capsys, toy, tmp_path):
+    # what the writer's docstring promises: the link stays, the file it names is replaced
+    source, target, link = tmp_path / "in.txt", tmp_path / "kept" / "out.txt", tmp_path / "link.txt"
+    source.write_text("the dog runs.\nthe green house.\n")
+    target.parent.mkdir()
+    target.write_text("old text\n")
+    link.symlink_to(Path("kept") / "out.txt")                # relative, as `ln -s` makes it
+    code, _, err = run_cli(capsys, translate_args(toy, source, link))
+    assert code == 0, err
+    assert link.is_symlink() and os.readlink(link) == str(Path("kept") / "out.txt")
+    written = target.read_text()
+    assert written != "old text\n" and written.count("\n") == 2
+    assert leftovers(tmp_path) == leftovers(target.parent) == []
+
+
 # ------------------------------------------------------ every write checked
 @pytest.mark.parametrize("case", ["translate", "evaluate-json", "evaluate-fifo", "average"])
 def test_a_full_disk_is_one_line_and_the_old_file_stays(capsys, toy, tmp_path, full_disk,
@@ -287,6 +302,29 @@ def test_a_checkpoint_without_a_fingerprint_loads_as_before(toy, tmp_path):
     assert tokenizer.vocab_size == model.cfg.vocab_size == 120
 
 
+def test_an_old_checkpoint_that_cannot_vouch_for_the_spm_model_beside_it_is_refused(
+        capsys, toy, tmp_path):
+    # neither its tokenizer nor a fingerprint: a foreign spm.model of the same size
+    # translated to "T T T ..."; the reader's --tokenizer says which vocabulary it is
+    state = load_checkpoint(toy["model"])
+    del state["tokenizer"], state["vocabulary"]
+    path = save_checkpoint(state, tmp_path / "old.pt")
+    spm = tmp_path / "spm.model"
+    foreign_tokenizer(spm, 120)
+    (tmp_path / "in.txt").write_text("the dog runs.\n")
+    argv = ["translate", path, "--input", tmp_path / "in.txt", "--output", tmp_path / "out.txt"]
+    code, _, err = run_cli(capsys, argv)
+    line = one_line_error(err)
+    assert code == 2 and line == (
+        f"error: {path} carries neither its tokenizer nor its vocabulary's fingerprint, so "
+        f"nothing shows that {spm} is the vocabulary it was trained with: if it is, say so "
+        f"with --tokenizer {spm}")
+    assert not (tmp_path / "out.txt").exists()
+    code, _, err = run_cli(capsys, [*argv, "--tokenizer", toy["run"] / "spm.model"])
+    assert code == 0, err                                  # vouched for by the reader
+    assert (tmp_path / "out.txt").read_text().count("\n") == 1
+
+
 def test_averaging_keeps_the_fingerprint(capsys, toy, tmp_path):
     code, _, err = run_cli(capsys, ["average", toy["run"] / "checkpoints", "--out",
                                     tmp_path / "avg.pt"])
@@ -357,12 +395,13 @@ def interrupt_at(k: int, files: tuple[str, ...], start):
 def test_ctrl_c_reports_the_lines_in_the_file_wherever_it_lands(capsys, toy, tmp_path):
     import transformer.translation as translation
     import transformer.output as output
+    from transformer.tools import interrupts
     source, target = tmp_path / "in.txt", tmp_path / "out.txt"
     source.write_text("the dog runs.\nthe green house.\na man sits.\n")
     code, _, err = run_cli(capsys, translate_args(toy, source, target))
     assert code == 0, err
     whole = target.read_text().splitlines()
-    files = (cli.__file__, output.__file__)
+    files = (cli.__file__, output.__file__, interrupts.__file__)
     counted, k = [], 0
     while True:
         k += 1

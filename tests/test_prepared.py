@@ -19,8 +19,8 @@ from helpers import write_pairs
 from transformer.data import CorpusStream, load_corpus, load_wmt14
 from transformer.training.config import TrainConfig, TrainingError
 from transformer.training.loop import Trainer
-from transformer.training.prepared import (PreparedCorpus, RaggedIds, _sample_pairs,
-                                           prepare_corpus, wmt14_folder)
+from transformer.corpora import HUB_CORPORA
+from transformer.training.prepared import PreparedCorpus, RaggedIds, _sample_pairs, prepare_corpus
 from transformer.training.recipes import TOY_MODEL
 from transformer.tools import cli
 
@@ -212,7 +212,7 @@ def test_train_on_wmt14_prepares_it_once(wmt14, tmp_path):
                      max_updates=1, max_tokens=64, update_tokens=64)
     with pytest.warns(UserWarning, match="dropped 1 of 5"):
         trainer = Trainer.from_config(cfg)
-    folder = wmt14_folder(40, cfg.seed, cfg.data_root)
+    folder = HUB_CORPORA["wmt14"].prepared_folder(40, cfg.seed, cfg.data_root)
     assert PreparedCorpus(folder).pairs("train") == 4
     assert trainer.train_iter.src_ids.ids.filename == folder / "train.en.ids"   # mapped
     assert trainer.fit()["step"] == 1
@@ -233,6 +233,36 @@ def test_a_damaged_prepared_folder_is_named(tmp_path):
         PreparedCorpus(out)
     with pytest.raises(ValueError, match="exists and is not a prepared corpus"):
         prepare_corpus(toy_config(corpus, tmp_path / "x"), corpus, log=lambda line: None)
+
+
+def test_a_folder_prepared_with_the_bare_hex_fingerprint_still_loads_and_is_reused(tmp_path):
+    # prepared.json recorded the vocabulary as tokenizer_sha256, the bare hex; the one
+    # fingerprint (sha256:<hex>, tokenizer.same_vocabulary) reads both spellings
+    from transformer.tokenizer import Tokenizer, same_vocabulary
+    corpus = synthetic_corpus(tmp_path / "corpus", pairs=50)
+    cfg = toy_config(corpus, tmp_path / "x")
+    out = prepare_corpus(cfg, tmp_path / "prepared", workers=1, log=lambda line: None)
+    manifest = json.loads((out / "prepared.json").read_text())
+    vocabulary = manifest.pop("vocabulary")
+    assert vocabulary.startswith("sha256:") and same_vocabulary(
+        vocabulary, (out / "spm.model").read_bytes())
+    manifest["tokenizer_sha256"] = vocabulary.removeprefix("sha256:")
+    (out / "prepared.json").write_text(json.dumps(manifest))
+    tokenizer = PreparedCorpus(out).tokenizer()
+    assert tokenizer.fingerprint == vocabulary
+    given = prepare_corpus(cfg, tmp_path / "given", workers=1, tokenizer=tokenizer,
+                           log=lambda line: None)
+    settings = json.loads((given / "prepared.json").read_text())["settings"]
+    settings["tokenizer"] = settings["tokenizer"].removeprefix("sha256:")   # the bare hex
+    manifest = json.loads((given / "prepared.json").read_text())
+    (given / "prepared.json").write_text(json.dumps({**manifest, "settings": settings}))
+    said = []
+    assert prepare_corpus(cfg, given, workers=1, tokenizer=tokenizer, log=said.append) == given
+    assert said and "prepared with these settings already" in said[0]
+    other = Tokenizer.train(["zebra quokka"] * 20, tmp_path / "other.model", vocab_size=20)
+    (out / "spm.model").write_bytes(other.serialized())
+    with pytest.raises(ValueError, match="is not the vocabulary the ids in .* were encoded"):
+        PreparedCorpus(out).tokenizer()
 
 
 # Each process maps the prepared folder, runs an epoch, reports what it saw and, while both
@@ -307,5 +337,5 @@ def test_other_ranks_wait_for_rank_0_to_prepare_wmt14(wmt14, tmp_path, monkeypat
     with pytest.warns(UserWarning, match="dropped 1"):
         folder = module.prepared_folder(cfg, types.SimpleNamespace(main=False, rank=1))
         rank0.join()
-    assert folder == wmt14_folder(40, cfg.seed, cfg.data_root)
+    assert folder == HUB_CORPORA["wmt14"].prepared_folder(40, cfg.seed, cfg.data_root)
     assert PreparedCorpus(folder).pairs("train") == 4

@@ -11,6 +11,7 @@ import pytest
 
 from transformer.config import PRESETS
 from transformer.tools import cli
+from transformer.training.command import train_command, train_config
 from transformer.training.config import TrainConfig, check_value
 from transformer.training.recipes import RECIPES, TOY_MODEL, recipe
 
@@ -18,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def parse(*argv) -> TrainConfig:
-    return cli.train_config(cli.build_parser().parse_args(["train", *map(str, argv)]))
+    return train_config(cli.build_parser().parse_args(["train", *map(str, argv)]))
 
 
 def test_the_recipes_the_project_names_exist():
@@ -87,7 +88,7 @@ def test_an_override_out_of_bounds_or_an_unknown_recipe_is_one_line(capsys):
 
 def test_train_command_names_the_recipe_and_what_differs():
     cfg = recipe("tiny", out_dir="r", warmup=10, model_overrides={"n_heads": 2})
-    command = cli.train_command(cfg, recipe="tiny")
+    command = train_command(cfg, recipe="tiny")
     assert command == ["python", "-m", "transformer", "train", "--recipe", "tiny", "--out", "r",
                        "--model", "n_heads=2", "--warmup", "10"]
     assert parse(*command[4:]) == cfg
@@ -159,7 +160,7 @@ def test_a_recipe_from_the_shell_trains_as_it_does_in_python(tmp_path):
     cfg = recipe("quick", out_dir=str(tmp_path / "python"), max_updates=2, log_every=1,
                  threads=1)
     Trainer.from_config(cfg).fit()
-    argv = cli.train_command(cfg, str(tmp_path / "shell"), recipe="quick")
+    argv = train_command(cfg, str(tmp_path / "shell"), recipe="quick")
     assert argv[:6] == ["python", "-m", "transformer", "train", "--recipe", "quick"]
     done = subprocess.run([sys.executable] + argv[1:], capture_output=True, text=True,
                           timeout=600, env={**os.environ, "TRANSFORMER_MALLOC": "system"})

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer_book import results
+from transformer_book import records, registry, results
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -19,40 +19,40 @@ README = REPO / "README.md"
 
 @pytest.mark.parametrize("name", results.QUOTED)
 def test_quoted_records_exist_with_provenance(name):
-    record = results.load(name)                       # raises if missing or incomplete
-    assert results.provenance_text(record)
+    record = records.load(name)                       # raises if missing or incomplete
+    assert records.provenance_text(record)
 
 
 def test_every_committed_record_has_provenance():
-    for path in sorted(results.RESULTS.glob("*.json")):
+    for path in sorted(records.RESULTS.glob("*.json")):
         record = json.loads(path.read_text())
-        assert not results.provenance_problems(record), path.name
+        assert not records.provenance_problems(record), path.name
 
 
 def test_a_record_without_provenance_is_refused(tmp_path, monkeypatch):
-    good = json.loads((results.RESULTS / "compile_cpu.json").read_text())
-    assert not results.provenance_problems(good)
+    good = json.loads((records.RESULTS / "compile_cpu.json").read_text())
+    assert not records.provenance_problems(good)
     for field in ("commit", "command", "cpu", "torch", "date"):
         bad = copy.deepcopy(good)
         del bad["provenance"][field]
-        assert results.provenance_problems(bad) == [f"provenance.{field}"]
-    assert results.provenance_problems({"figure": 1}) == ["no provenance"]
-    entries = json.loads((results.RESULTS / "build_times.json").read_text())
+        assert records.provenance_problems(bad) == [f"provenance.{field}"]
+    assert records.provenance_problems({"figure": 1}) == ["no provenance"]
+    entries = json.loads((records.RESULTS / "build_times.json").read_text())
     del entries["entries"][1]["provenance"]["cpu"]
-    assert results.provenance_problems(entries) == ["entry 1: provenance.cpu"]
-    runs = json.loads((results.RESULTS / "browser_speed.json").read_text())   # labelled runs
-    assert not results.provenance_problems(runs)
+    assert records.provenance_problems(entries) == ["entry 1: provenance.cpu"]
+    runs = json.loads((records.RESULTS / "browser_speed.json").read_text())   # labelled runs
+    assert not records.provenance_problems(runs)
     del runs["runs"]["before"]["provenance"]["date"]
-    assert results.provenance_problems(runs) == ["run before: provenance.date"]
-    assert results.provenance_problems({"runs": {}}) == ["runs: none"]
-    assert results.provenance_problems({**good, "runs": {"after": good}}) == [
+    assert records.provenance_problems(runs) == ["run before: provenance.date"]
+    assert records.provenance_problems({"runs": {}}) == ["runs: none"]
+    assert records.provenance_problems({**good, "runs": {"after": good}}) == [
         "provenance beside runs (each run holds its own)"]
-    monkeypatch.setattr(results, "RESULTS", tmp_path)
+    monkeypatch.setattr(records, "RESULTS", tmp_path)
     with pytest.raises(FileNotFoundError):
-        results.load("compile_cpu")
+        records.load("compile_cpu")
     (tmp_path / "compile_cpu.json").write_text(json.dumps({"eager_s": 0.3}))
     with pytest.raises(ValueError, match="provenance"):
-        results.load("compile_cpu")
+        records.load("compile_cpu")
 
 
 def test_the_generated_blocks_match_the_records():
@@ -64,12 +64,12 @@ def test_the_generated_blocks_match_the_records():
 
 
 def test_a_changed_record_changes_the_generated_docs(tmp_path, monkeypatch):
-    for path in results.RESULTS.glob("*.json"):
+    for path in records.RESULTS.glob("*.json"):
         (tmp_path / path.name).write_text(path.read_text())
     tiny = json.loads((tmp_path / "tiny_recipe.json").read_text())
     tiny["test"]["beam4_alpha1.0"]["bleu"] = 12.3
     (tmp_path / "tiny_recipe.json").write_text(json.dumps(tiny))
-    monkeypatch.setattr(results, "RESULTS", tmp_path)
+    monkeypatch.setattr(records, "RESULTS", tmp_path)
     text = README.read_text()
     new = results.render(text, results.BLOCKS["README.md"])
     assert new != text and "**12.3 BLEU**" in new
@@ -121,14 +121,14 @@ def test_a_benchmark_writes_a_record_the_docs_render(module, name, args, tmp_pat
     subprocess.run([sys.executable, "-m", module, *args, "--threads", "1", "--record", str(path)],
                    check=True, capture_output=True, env=env, cwd=REPO)
     record = json.loads(path.read_text())
-    assert not results.provenance_problems(record)
+    assert not records.provenance_problems(record)
     assert record["provenance"]["wall_s"] > 0 and record["provenance"]["device"] == "cpu"
     assert record["provenance"]["command"] == " ".join(
         [Path(sys.executable).name, "-m", module, *args, "--threads", "1", "--record", str(path)])
-    for other in results.RESULTS.glob("*.json"):
+    for other in records.RESULTS.glob("*.json"):
         if other.name != path.name:
             (tmp_path / other.name).write_text(other.read_text())
-    monkeypatch.setattr(results, "RESULTS", tmp_path)
+    monkeypatch.setattr(records, "RESULTS", tmp_path)
     assert results.speedups() and results.benchmarks()
 
 
@@ -137,9 +137,9 @@ def test_a_record_names_a_dirty_tree_anywhere_but_in_the_records(tmp_path, monke
     themselves (book/results, rewritten by the commands) do not."""
     import shutil
     import subprocess
-    tools = tmp_path / "transformer" / "tools"
-    tools.mkdir(parents=True)
-    shutil.copy(REPO / "transformer/tools/provenance.py", tools / "provenance.py")
+    package = tmp_path / "transformer"
+    package.mkdir(parents=True)
+    shutil.copy(REPO / "transformer/provenance.py", package / "provenance.py")
     (tmp_path / "benchmarks").mkdir()
     (tmp_path / "benchmarks" / "x.py").write_text("x = 1\n")
     (tmp_path / "book/results").mkdir(parents=True)
@@ -148,8 +148,8 @@ def test_a_record_names_a_dirty_tree_anywhere_but_in_the_records(tmp_path, monke
     subprocess.run(git[:3] + ["init", "-q"], check=True)
     subprocess.run(git + ["add", "-A"], check=True)
     subprocess.run(git + ["commit", "-qm", "c"], check=True)
-    from transformer.tools import provenance as module
-    monkeypatch.setattr(module, "__file__", str(tools / "provenance.py"))   # that checkout
+    from transformer import provenance as module
+    monkeypatch.setattr(module, "__file__", str(package / "provenance.py"))   # that checkout
     monkeypatch.delenv("TRANSFORMER_COMMIT", raising=False)
     assert not module.git_commit().endswith("+changes")
     (tmp_path / "book/results/r.json").write_text('{"a": 1}\n')
@@ -168,7 +168,7 @@ def test_the_table_lists_every_benchmark_as_it_is_run():
     """Each row of BENCHMARKS names scripts that exist, in the group folder its command
     runs; every module that writes a record (``add_option``) has its row."""
     listed = set()
-    for script, _, command, _, _ in results.BENCHMARKS:
+    for script, _, command, _, _ in registry.BENCHMARKS:
         for part in script.split(" + "):
             assert (REPO / "benchmarks" / part).is_file(), part
             listed.add(part)
@@ -180,7 +180,7 @@ def test_the_table_lists_every_benchmark_as_it_is_run():
     writers = {str(p.relative_to(REPO / "benchmarks")) for p in (REPO / "benchmarks").rglob("*.py")
                if "add_option(" in p.read_text() and p.name != "record.py"}
     assert writers and writers <= listed, writers - listed
-    assert {p.split("/")[0] for p in listed} == set(results.GROUPS)
+    assert {p.split("/")[0] for p in listed} == set(registry.GROUPS)
 
 
 def _commands(record: dict):
@@ -196,13 +196,13 @@ def _commands(record: dict):
 def test_every_records_command_leads_to_its_script_today():
     """A committed record keeps the command that measured it, old paths and all; each
     script such a command names is found today, where it is or through MOVED."""
-    assert all((REPO / new).is_file() for new in results.MOVED.values())
+    assert all((REPO / new).is_file() for new in registry.MOVED.values())
     named = 0
-    for path in sorted(results.RESULTS.glob("*.json")):
+    for path in sorted(records.RESULTS.glob("*.json")):
         for command in _commands(json.loads(path.read_text())):
             for script in re.findall(r"benchmarks/[\w/]+\.(?:py|sh)", command):
                 named += 1
-                assert (REPO / results.MOVED.get(script, script)).is_file(), (path.name, script)
+                assert (REPO / registry.MOVED.get(script, script)).is_file(), (path.name, script)
             for module in re.findall(r"-m (benchmarks(?:\.\w+)+)", command):
                 named += 1
                 assert _script_of_module(module).is_file(), (path.name, module)
@@ -227,7 +227,7 @@ def test_every_reference_to_a_benchmark_names_a_file_that_exists():
         for script in re.findall(r"(?<![\w./-])benchmarks/[\w/]+\.(?:py|sh)\b", text):
             checked += 1
             if not (REPO / script).is_file() and not (
-                    name == "benchmarks/README.md" and script in results.MOVED):
+                    name == "benchmarks/README.md" and script in registry.MOVED):
                 stale.append((name, script))
         for module in re.findall(r"(?<![\w./-])benchmarks(?:\.[a-z_]+)+(?=[\s`'\",)]|$)", text):
             checked += 1

@@ -64,3 +64,17 @@ def test_the_trainer_adapts_on_a_cpu_unless_told_not_to(threads_kept):
     assert make(threads=2).governor.most == 2
     assert make(threads=2, adapt_threads=False).governor is None
     assert make(threads=1).governor is None               # nothing to give way with
+
+
+@pytest.mark.parametrize("other_cores,threads", [(0.3, 2), (0.49, 2), (0.6, 1), (0.9, 1),
+                                                  (1.4, 1), (1.6, 1)])
+def test_a_neighbour_using_part_of_a_core_counts_to_the_nearest_core(monkeypatch, threads_kept,
+                                                                     other_cores, threads):
+    # a browser tab at 0.7 of a core leaves one core free on two, not two: the cores free
+    # are the machine's less the others' use rounded to the nearest core
+    clock = Clock(monkeypatch)
+    governor = ThreadGovernor(most=2, every_s=3.0, cores=2)
+    governor.tick()
+    clock.run(3, own_cores=2.0 - other_cores, other_cores=other_cores)
+    governor.tick()
+    assert governor.threads == threads

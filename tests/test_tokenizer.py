@@ -141,3 +141,27 @@ def test_full_multi30k_vocabulary_trains_quickly_and_deterministically(tmp_path,
     # about 5 s on one core; the bound only catches a trainer gone quadratic (or threaded
     # sampling switched on), it is not a benchmark
     assert cpu_seconds < 120
+
+
+def test_one_fingerprint_decides_whether_two_vocabularies_are_the_same(toy, tmp_path):
+    import hashlib
+    from pathlib import Path
+    from transformer.tokenizer import same_vocabulary, vocabulary_fingerprint
+    other = Tokenizer.train(synthetic_sentences(seed=1), tmp_path / "o.model", vocab_size=120)
+    digest = hashlib.sha256(toy.serialized()).hexdigest()    # worked out here
+    assert toy.fingerprint == vocabulary_fingerprint(toy.serialized()) == f"sha256:{digest}"
+    assert same_vocabulary(toy, (toy.path).read_bytes()) and same_vocabulary(toy.fingerprint, toy)
+    assert same_vocabulary(digest, toy)              # the bare hex of older prepared corpora
+    assert other.vocab_size == toy.vocab_size and not same_vocabulary(toy, other)
+    for bad in ("md5:" + digest[:32], "sha256:xyz", ""):
+        with pytest.raises(ValueError, match="not a vocabulary fingerprint"):
+            same_vocabulary(bad, toy)
+    # and nothing else in the package decides it: no comparison of a model's bytes, no
+    # hash of them outside the tokenizer module
+    package = Path(__file__).resolve().parents[1] / "transformer"
+    for path in package.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        if path.name != "tokenizer.py":
+            for needle in (".serialized() ==", ".serialized() !=", "sha256(tokenizer",
+                           "sha256(spm", '"sha256:"'):
+                assert needle not in text, f"{path.relative_to(package)}: {needle}"

@@ -374,22 +374,36 @@ def test_an_unreadable_metrics_line_names_the_file_and_line(tmp_path):
 
 
 # ------------------------------------------------------------ precision "auto"
-def _cpuinfo_flags() -> set[str]:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        pytest.skip("no /proc/cpuinfo")
-    line = next((l for l in text.splitlines() if l.startswith("flags")), "")
-    return set(line.split(":", 1)[-1].split())
+# CPUs by their flags, as torch and /proc/cpuinfo spell them, with what "auto" picks there
+CPUS = {"avx2-only (an EPYC of 2019)": ({"avx", "avx2", "fma"}, "fp32"),
+        "avx512 without bf16": ({"avx2", "avx512_f", "avx512_bw", "avx512_vnni"}, "fp32"),
+        "avx512-bf16": ({"avx2", "avx512_f", "avx512_bf16"}, "bf16"),
+        "amx": ({"avx2", "amx_tile", "amx_int8", "amx_bf16"}, "bf16")}
 
 
-def test_native_bf16_is_what_the_cpu_flags_say(monkeypatch):
-    # bf16 matrix instructions: AVX512-BF16 or AMX-BF16; torch's own answer, and the
-    # fallback of a torch without get_capabilities, both agree with the kernel's flags
-    expected = bool({"avx512_bf16", "amx_bf16"} & _cpuinfo_flags())
-    assert cpu_has_native_bf16() == expected
+@pytest.mark.parametrize("cpu", CPUS)
+def test_native_bf16_and_auto_follow_the_cpus_flags(monkeypatch, tmp_path, cpu):
+    flags, expected = CPUS[cpu]
+    monkeypatch.setattr(precision_module, "_warned_slow_bf16", True)
+    # torch's view: a dict of every capability it knows, with values that are not flags
+    known = {"avx", "avx2", "fma", "avx512_f", "avx512_bw", "avx512_vnni", "avx512_bf16",
+             "amx_tile", "amx_int8", "amx_bf16"}
+    capabilities = {name: name in flags for name in known}
+    capabilities.update(l2_cache_size=1048576, num_logical_cores=8, cpu_name="Some CPU")
+    monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: capabilities, raising=False)
+    assert precision_module.cpu_flags() == flags
+    assert cpu_has_native_bf16() == (expected == "bf16")
+    assert resolve_precision("auto", torch.device("cpu")) == expected
+    # a torch without get_capabilities reads the flags line of /proc/cpuinfo
     monkeypatch.delattr(torch.cpu, "get_capabilities")
-    assert cpu_has_native_bf16() == expected
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nmodel name\t: {cpu}\nflags\t\t: fpu "
+                       f"{' '.join(sorted(flags))}\n\n")
+    monkeypatch.setattr(precision_module, "CPUINFO", cpuinfo)
+    assert precision_module.cpu_flags() == flags | {"fpu"}
+    assert resolve_precision("auto", torch.device("cpu")) == expected
+    monkeypatch.setattr(precision_module, "CPUINFO", tmp_path / "absent")   # unreadable:
+    assert resolve_precision("auto", torch.device("cpu")) == "bf16"        # as before
 
 
 @pytest.mark.parametrize("native", [True, False])
@@ -427,11 +441,11 @@ def test_auto_precision_on_a_gpu_is_bf16_only_where_it_is_native(monkeypatch, ca
 
 
 def _tiny_run(corpus, out, **kw) -> TrainConfig:
+    kw = {"eval_bleu_sentences": 0, **kw}
     return TrainConfig(out_dir=str(out), corpus=str(corpus), vocab_size=400, max_tokens=600,
-                       update_tokens=600, save_every=2, device="cpu", eval_bleu_sentences=0,
-                       progress=False, model_overrides=dict(d_model=32, d_ff=64, n_heads=2,
-                                                            n_encoder_layers=1,
-                                                            n_decoder_layers=1), **kw)
+                       update_tokens=600, save_every=2, device="cpu", progress=False,
+                       model_overrides=dict(d_model=32, d_ff=64, n_heads=2,
+                                            n_encoder_layers=1, n_decoder_layers=1), **kw)
 
 
 # ------------------------------------------------------------ fp16 with loss scaling
@@ -490,9 +504,12 @@ def test_fp16_resumes_bit_for_bit_with_its_loss_scale(corpus, tmp_path, one_thre
 
 
 def test_the_trainer_runs_auto_in_what_the_cpu_does_fast_and_says_so(corpus, tmp_path,
-                                                                     one_thread):
+                                                                     one_thread, monkeypatch):
+    # on a CPU without bf16 instructions (faked: this machine's own answer would make the
+    # test compare the trainer with itself)
+    monkeypatch.setattr(precision_module, "cpu_has_native_bf16", lambda: False)
     trainer = Trainer.from_config(_tiny_run(corpus, tmp_path / "run", max_updates=2))
-    native = "bf16" if cpu_has_native_bf16() else "fp32"
+    native = "fp32"
     assert trainer.precision == native
     assert trainer.fit()["precision"] == native
     saved = torch.load(trainer.run.checkpoints()[-1], weights_only=True)
@@ -622,3 +639,33 @@ def test_validation_reports_the_perplexity_of_the_unsmoothed_nll(corpus, tmp_pat
     assert final["final"] and final["valid_ppl"] == result["valid_ppl"]
     assert final["train_seconds"] == result["train_seconds"] > 0     # the run's length, kept
     assert final["precision"] == result["precision"]
+
+
+# ------------------------------------------------------------ BLEU during training
+def test_the_logged_valid_bleu_scores_the_valid_translations_against_their_references(
+        corpus, tmp_path, one_thread, monkeypatch):
+    """``valid_bleu`` is sacreBLEU of the first ``eval_bleu_sentences`` valid sources'
+    translations against their references. A stand-in translator that returns each
+    reference makes it 100 (scored against the sources it was 0.04 where it is 3.25), and
+    one that returns the source makes it what sacreBLEU gives the sources themselves."""
+    import sacrebleu
+    import transformer.translation as translation
+    n, asked = 7, []
+    trainer = Trainer.from_config(_tiny_run(corpus, tmp_path / "run", max_updates=1,
+                                            eval_bleu_sentences=n, precision="fp32"))
+    valid = trainer.valid
+    reference = dict(zip(valid.src, valid.tgt))
+
+    def perfect(model, tokenizer, sources, **kw):
+        asked.append(list(sources))
+        return [reference[s] for s in sources]
+
+    monkeypatch.setattr(translation, "translate", perfect)
+    trainer.fit()
+    assert asked, "the trainer no longer translates through transformer.translation.translate"
+    assert asked[-1] == valid.src[:n]
+    final = [r for r in trainer.run.records() if r.get("final")][-1]
+    assert final["valid_bleu"] == pytest.approx(100.0)
+    monkeypatch.setattr(translation, "translate", lambda model, tok, sources, **kw: list(sources))
+    copied = sacrebleu.corpus_bleu(valid.src[:n], [valid.tgt[:n]]).score
+    assert copied < 50 and trainer.evaluate()["valid_bleu"] == pytest.approx(copied)

@@ -16,7 +16,8 @@ from .attention import MultiHeadAttention, scaled_dot_product_attention
 from .config import ModelConfig
 from .decoding import beam_search, greedy_decode
 from .evaluate import score
-from .fast import FastTransformer, KVCache, fast_form, plain_form, record_attention
+from .fast import FastTransformer, KVCache, fast_form, plain_form
+from .recording import record_attention
 from .inference import load_model
 from .loss import LabelSmoothingLoss
 from .model import Transformer

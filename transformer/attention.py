@@ -10,8 +10,9 @@
 Masks are boolean, broadcastable to (batch, heads, q_len, k_len), ``True`` = *may
 attend* (the convention of ``F.scaled_dot_product_attention``).
 
-The fast form (fused kernel, padding-free rows, KV cache, recording) lives in
-:mod:`transformer.fast`; it uses these modules' parameters and is tested equal to them.
+The fast form (fused kernel, padding-free rows, KV cache) lives in :mod:`transformer.fast`;
+it uses these modules' parameters and is tested equal to them. :mod:`transformer.recording`
+records every layer's weights for the book's figures.
 """
 from __future__ import annotations
 

@@ -1,21 +1,21 @@
 """Checkpoints that survive crashes, load safely, and average (section 6.1).
 
-* :func:`save_checkpoint` writes to a temporary file in the same folder, flushes it to
-  disk and renames it into place (:mod:`transformer.output`): a crash leaves the old files
+* :func:`save_checkpoint` writes through :mod:`transformer.output` (a temporary file in
+  the same folder, flushed to disk and renamed into place): a crash leaves the old files
   and at worst a stray ``.*.tmp``, which the next save removes, never a half-written
   checkpoint under a real name.
 * :func:`load_checkpoint` uses ``torch.load(..., weights_only=True)``: tensors and
   plain containers only, no code runs. A damaged file raises :class:`CheckpointError`
   naming it.
 * A checkpoint records the fingerprint of the vocabulary it was trained with
-  (:func:`vocabulary_fingerprint`, ``state["vocabulary"]``): loading it with any other
-  tokenizer is refused (:func:`check_vocabulary`), even one of the same size.
+  (:func:`~transformer.tokenizer.vocabulary_fingerprint`, ``state["vocabulary"]``): loading
+  it with any other tokenizer is refused (:func:`check_vocabulary`), even one of the same
+  size.
 * :func:`average_checkpoints`: "For the base models, we used a single model obtained by
   averaging the last 5 checkpoints, which were written at 10-minute intervals."
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path
@@ -24,6 +24,7 @@ import torch
 
 from .errors import InputError, UserError
 from .output import Output, remove_leftovers, write_output
+from .tokenizer import same_vocabulary, vocabulary_fingerprint
 
 
 class CheckpointError(UserError, RuntimeError):
@@ -40,24 +41,16 @@ def step_file(step: int) -> str:
     return f"step_{step:07d}.pt"
 
 
-def write_atomic(path: str | os.PathLike, data) -> Path:
-    """Write ``data`` to ``path`` whole or not at all: :func:`transformer.output.write_output`
-    (a temporary file beside it, flushed to disk and renamed into place; a device or pipe is
-    written directly). ``data``: bytes, or a function that writes into the open binary file
-    (so a large state streams to disk without a copy in memory)."""
-    return write_output(path, data)
-
-
 def save_checkpoint(state: dict, path) -> Path:
-    """Write ``state`` to ``path`` with :func:`write_atomic` (``torch.save`` format),
-    streamed into the file: no in-memory copy of the checkpoint (which stayed resident
-    after every save; docs/notes/2026-12-benchmarks.md, "Host memory").
+    """Write ``state`` to ``path`` with :func:`transformer.output.write_output`
+    (``torch.save`` format), streamed into the file: an in-memory copy of a checkpoint
+    stays resident after the save (docs/notes/2026-12-benchmarks.md, "Host memory").
     ``path`` may be an :class:`~transformer.output.Output` opened earlier (the command
     line opens its outputs before the work)."""
     if isinstance(path, Output):
         path.write_with(lambda f: torch.save(state, f))
         return path.path
-    return write_atomic(path, lambda f: torch.save(state, f))
+    return write_output(path, lambda f: torch.save(state, f))
 
 
 def checkpoint_file(path: str | os.PathLike) -> Path:
@@ -94,25 +87,30 @@ def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
     return state
 
 
-def vocabulary_fingerprint(tokenizer) -> str:
-    """The fingerprint a checkpoint records of its vocabulary: ``sha256:`` and the hash
-    of the serialized SentencePiece model (``tokenizer``: a Tokenizer, or its bytes)."""
-    model = tokenizer if isinstance(tokenizer, (bytes, bytearray)) else tokenizer.serialized()
-    return "sha256:" + hashlib.sha256(bytes(model)).hexdigest()
+def recorded_vocabulary(path, state: dict) -> str | None:
+    """The fingerprint of the vocabulary checkpoint ``path`` (its ``state``) was trained
+    with: its ``vocabulary`` entry, else that of the tokenizer inside it; None when it
+    holds neither (written by an older version). :class:`CheckpointError` for an entry
+    that is not a fingerprint."""
+    recorded = state.get("vocabulary")
+    if recorded is None:
+        return vocabulary_fingerprint(state["tokenizer"]) if "tokenizer" in state else None
+    try:
+        return vocabulary_fingerprint(recorded if isinstance(recorded, str) else "")
+    except ValueError:
+        raise CheckpointError(f"{path}: its 'vocabulary' entry is not a fingerprint "
+                              f"({type(recorded).__name__})") from None
 
 
 def check_vocabulary(path, state: dict, tokenizer, source: str) -> None:
     """Raise :class:`CheckpointError` naming both unless ``tokenizer`` (found at
-    ``source``) is the vocabulary checkpoint ``path`` (its ``state``) was trained with.
-    A checkpoint without a fingerprint (written by an older version) passes."""
-    recorded = state.get("vocabulary")
-    if recorded is None:
-        return
-    if not isinstance(recorded, str):
-        raise CheckpointError(f"{path}: its 'vocabulary' entry is not a fingerprint "
-                              f"({type(recorded).__name__})")
-    found = vocabulary_fingerprint(tokenizer)
-    if found != recorded:
+    ``source``) is the vocabulary checkpoint ``path`` (its ``state``) was trained with
+    (:func:`~transformer.tokenizer.same_vocabulary`). A checkpoint that records no
+    vocabulary passes: the reader vouched for ``tokenizer``
+    (:func:`transformer.inference.load_model`)."""
+    recorded = recorded_vocabulary(path, state)
+    if recorded is not None and not same_vocabulary(tokenizer, recorded):
+        found = vocabulary_fingerprint(tokenizer)
         raise CheckpointError(f"{source} is not the vocabulary {path} was trained with "
                               f"({found[:19]}... there, {recorded[:19]}... recorded in the "
                               f"checkpoint): use that run's spm.model")
@@ -177,10 +175,8 @@ def _check_same_run(path, state: dict, last, ref: dict) -> None:
                               f"({differ[0]}: {tuple(state['model'][differ[0]].shape)} vs "
                               f"{tuple(ref['model'][differ[0]].shape)}): they are not "
                               f"checkpoints of the same model (a different vocabulary or size)")
+    theirs, ours = recorded_vocabulary(path, state), recorded_vocabulary(last, ref)
     if state.get("model_config", {}).get("vocab_size") != ref.get("model_config", {}).get(
-            "vocab_size") or ("tokenizer" in state and "tokenizer" in ref
-                              and bytes(state["tokenizer"]) != bytes(ref["tokenizer"])) or (
-            "vocabulary" in state and "vocabulary" in ref
-            and state["vocabulary"] != ref["vocabulary"]):
+            "vocab_size") or (theirs and ours and not same_vocabulary(theirs, ours)):
         raise CheckpointError(f"{path} and {last} have different vocabularies: they are "
                               f"not checkpoints of the same run")

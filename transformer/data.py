@@ -16,26 +16,27 @@ one folder instead (for a machine that reads folders only).
 environment variable, else ``~/.cache/transformer/data``. A corpus the project knows
 (:mod:`transformer.corpora`: Multi30k, Tatoeba) is fetched into it on first use.
 
-One reader, :class:`CorpusStream`, reads every corpus (a folder, a mixture, WMT14) pair by
-pair; :func:`load_corpus` keeps what it reads in memory and ``python -m transformer
-prepare`` reads it in pieces. It fails loudly: a line-count mismatch, an undecodable
-byte or a missing file raises with the file, the line and the counts, never a silently
-misaligned corpus.
+What a corpus name means (a folder, a mixture, WMT14) is decided once, by
+:class:`~transformer.corpora.CorpusSpec`. One reader, :class:`CorpusStream`, reads every
+corpus pair by pair; :func:`load_corpus` keeps what it reads in memory and ``python -m
+transformer prepare`` reads it in pieces. It fails loudly: a line-count mismatch, an
+undecodable byte or a missing file raises with the file, the line and the counts, never
+a silently misaligned corpus.
 """
 from __future__ import annotations
 
 import gzip
 import logging
 import os
-import tempfile
 import warnings
 from dataclasses import dataclass
 from itertools import zip_longest
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from .corpora import CORPORA, data_dir, ensure
-from .errors import InputError, MissingPackage
+from .corpora import CorpusSpec, data_dir  # noqa: F401  (the data root, read here by chapter 2)
+from .errors import InputError
+from .output import open_output
 
 log = logging.getLogger(__name__)
 
@@ -62,64 +63,16 @@ class ParallelCorpus:
         return ParallelCorpus(self.tgt, self.src, self.dropped_empty, self.name)
 
 
-def is_corpus_path(name: str | os.PathLike) -> bool:
-    """Whether a corpus ``name`` is a path (a ``Path``, or a string with a ``/`` or ``~``)
-    rather than a folder name under :func:`data_dir`."""
-    return isinstance(name, os.PathLike) or os.sep in name or name.startswith("~")
-
-
-def mixture_parts(name: str | os.PathLike,
-                  root: str | os.PathLike | None = None) -> list[tuple[str, int]] | None:
-    """The parts of a mixture name with their repeats, ``"a*2+b"`` -> ``[("a", 2), ("b", 1)]``;
-    ``None`` for a single corpus: a name or path without ``+``, or an existing folder (whose
-    name may hold a ``+``, e.g. ``data/multi30k+tatoeba-en-de``)."""
-    if isinstance(name, os.PathLike) or "+" not in name or corpus_folder(name, root).is_dir():
-        return None
-    parts = []
-    for part in name.split("+"):
-        corpus, star, times = part.strip().rpartition("*") if "*" in part else (part.strip(), "", "1")
-        if not corpus or not times.isdigit() or int(times) < 1 or corpus == "wmt14":
-            raise InputError(f"corpus {name!r}: {part.strip()!r} is not a part of a mixture "
-                             f"(a corpus folder, optionally *N with N >= 1, e.g. "
-                             f"multi30k-en-de*2+tatoeba-en-de)")
-        parts.append((corpus, int(times)))
-    return parts
-
-
 def part_names(name: str | os.PathLike, root: str | os.PathLike | None = None) -> list[str]:
     """The corpora that ``name`` reads: each part of a mixture, or ``name`` itself. Each has
     its own test split (a mixture has none)."""
-    parts = mixture_parts(name, root)
-    return [part for part, _ in parts] if parts else [str(name)]
+    return CorpusSpec.parse(name, root).names()
 
 
 def corpus_folders(name: str | os.PathLike, root: str | os.PathLike | None = None) -> list[Path]:
     """The folders a corpus name reads: one, or each part of a mixture (absolute); a corpus
     the project knows is fetched first when it is not there yet."""
-    parts = mixture_parts(name, root)
-    names = [part for part, _ in parts] if parts else [name]
-    for part in names:
-        if not is_corpus_path(part):
-            ensure(str(part), root)
-    return [corpus_folder(part, root) for part in names]
-
-
-def resolve_corpus(name: str | os.PathLike, root: str | os.PathLike | None = None) -> str:
-    """``name`` with every folder made absolute (``root`` folded in), so that two spellings
-    of the same corpus or mixture compare equal; ``"wmt14"`` stays as it is."""
-    if str(name) == "wmt14":
-        return "wmt14"
-    parts = mixture_parts(name, root)
-    if parts is None:
-        return str(corpus_folder(name, root))
-    return "+".join(f"{corpus_folder(part, root)}*{times}" for part, times in parts)
-
-
-def corpus_folder(name: str | os.PathLike, root: str | os.PathLike | None = None) -> Path:
-    """The folder that corpus ``name`` names (see :func:`load_corpus`), made absolute, so
-    that ``dir``, ``dir/``, ``./dir`` and its absolute path compare equal."""
-    folder = Path(name).expanduser() if is_corpus_path(name) else data_dir(root) / name
-    return folder.resolve()
+    return CorpusSpec.parse(name, root).folders()
 
 
 # --------------------------------------------------------------------------- reading
@@ -195,24 +148,22 @@ def load_corpus(name: str | os.PathLike, split: str, direction: str = "en-de",
     return CorpusStream(name, split, root).read(direction)
 
 
-def split_files(name: str | os.PathLike, split: str,
-                root: str | os.PathLike | None = None) -> tuple[Path, Path, Path]:
-    """The folder of corpus ``name`` (not a mixture) and the files of its ``split``:
-    ``(folder, source file, target file)``; a corpus the project knows is fetched first
-    when it is not there yet; FileNotFoundError lists the names tried."""
-    folder = Path(name).expanduser() if is_corpus_path(name) else data_dir(root) / name
-    if not is_corpus_path(name):
-        ensure(str(name), root)
+def split_files(part, split: str) -> tuple[Path, Path, Path]:
+    """The folder of one part of a corpus (:class:`~transformer.corpora.Part`) and the
+    files of its ``split``: ``(folder, source file, target file)``; a corpus the project
+    knows is fetched first when it is not there yet; FileNotFoundError lists the names
+    tried."""
+    folder = part.ensure()
     src, src_tried = _find(folder, f"{split}.src")
     tgt, tgt_tried = _find(folder, f"{split}.tgt")
     if src is None or tgt is None:
         tried = [str(p) for p in (src_tried if src is None else []) +
                  (tgt_tried if tgt is None else [])]
-        message = f"split {split!r} of corpus {str(name)!r} not found; looked for " + \
+        message = f"split {split!r} of corpus {part.name!r} not found; looked for " + \
                   ", ".join(tried)
-        if not is_corpus_path(name) and str(name) in CORPORA:
-            message += (f"; `python -m transformer fetch {name}` checks the folder "
-                        f"(move it away to fetch {name} again)")
+        if part.fetched is not None:
+            message += (f"; `python -m transformer fetch {part.name}` checks the folder "
+                        f"(move it away to fetch {part.name} again)")
         raise FileNotFoundError(message)
     return folder, src, tgt
 
@@ -226,8 +177,9 @@ def concatenate_corpora(names, folder: str | os.PathLike, splits=("train", "vali
     A test split is refused: each corpus is scored on its own test split, and a combined
     one would hide which sentences a score comes from. ``limit`` keeps the first ``limit``
     pairs of each corpus's split (0: all; a rehearsal's small copy). The files are written
-    whole or not at all and byte for byte the same each time (no time stamp in the gzip
-    header), and ``_about.txt`` names the parts and their counts. Returns the folder.
+    whole or not at all (:mod:`transformer.output`) and byte for byte the same each time
+    (no time stamp in the gzip header), and ``_about.txt`` names the parts and their
+    counts. Returns the folder.
     """
     if "test" in splits:
         raise InputError("concatenate_corpora writes train and valid splits only: score "
@@ -246,59 +198,12 @@ def concatenate_corpora(names, folder: str | os.PathLike, splits=("train", "vali
         about.append(f"{split}: " + " + ".join(f"{len(p):,} ({p.name})" for p in parts))
         for side in ("src", "tgt"):
             text = "".join(line + "\n" for p in parts for line in getattr(p, side))
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{split}.{side}.")
-            with os.fdopen(fd, "wb") as raw, \
-                    gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as out:
-                out.write(text.encode("utf-8"))
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, folder / f"{split}.{side}.gz")
-    (folder / "_about.txt").write_text("\n".join(about) + "\n", encoding="utf-8")
+            with open_output(folder / f"{split}.{side}.gz") as out, \
+                    gzip.GzipFile(filename="", mode="wb", fileobj=out.file, mtime=0) as packed:
+                packed.write(text.encode("utf-8"))
+    with open_output(folder / "_about.txt") as out:
+        out.write("\n".join(about) + "\n")
     return folder
-
-
-WMT14_ENV = "TRANSFORMER_WMT14"
-_WMT14_SPLITS = {"train": "train", "valid": "validation", "test": "test"}
-
-
-def wmt14_dataset(split: str):
-    """The Hugging Face ``datasets.Dataset`` of WMT14 de-en's ``split``: train (4.5M pairs),
-    valid (newstest2013) or test (newstest2014). ``datasets.load_dataset("wmt14", "de-en")``,
-    or, when ``$TRANSFORMER_WMT14`` names
-    a folder, that copy offline: a ``DatasetDict.save_to_disk`` folder (train, validation,
-    test, each with a ``translation`` column of ``{"de", "en"}`` dicts, as the hub's), or a
-    local copy of the hub's repository (read with ``load_dataset(folder, "de-en")``)."""
-    try:
-        import datasets
-    except ImportError:
-        raise MissingPackage("--corpus wmt14 needs the Hugging Face datasets package: `pip "
-                          "install datasets` (or pip install 'transformer[wmt]')") from None
-    split = _SPLIT_ALIASES.get(split, split)
-    hf_split = _WMT14_SPLITS.get(split)
-    if hf_split is None:
-        raise InputError(f"split must be one of {SPLITS}, got {split!r}")
-    local = os.environ.get(WMT14_ENV)
-    if not local:
-        return datasets.load_dataset("wmt14", "de-en", split=hf_split)
-    folder = Path(local).expanduser()
-    if not folder.is_dir():
-        raise FileNotFoundError(f"${WMT14_ENV}={local}: no such folder (a saved WMT14 "
-                                f"DatasetDict, or a copy of the hub's wmt14 repository)")
-    if not (folder / "dataset_dict.json").is_file():
-        return datasets.load_dataset(str(folder), "de-en", split=hf_split)
-    saved = datasets.load_from_disk(str(folder))
-    if hf_split not in saved:
-        raise InputError(f"${WMT14_ENV}={local}: the saved dataset has splits "
-                         f"{sorted(saved)}, not {hf_split!r}")
-    return saved[hf_split]
-
-
-def _wmt14_pair(row, where: str) -> tuple[str, str]:
-    """(English, German) of one row of the ``translation`` column, stripped."""
-    try:
-        return row["en"].strip(), row["de"].strip()
-    except (KeyError, TypeError, AttributeError):
-        raise InputError(f"{where}: a row of the 'translation' column is {row!r}, not a dict "
-                         f"of 'en' and 'de' sentences") from None
 
 
 def load_wmt14(split: str, direction: str = "en-de") -> ParallelCorpus:
@@ -306,9 +211,9 @@ def load_wmt14(split: str, direction: str = "en-de") -> ParallelCorpus:
 
     ``split`` is ``"train"``, ``"valid"`` (newstest2013) or ``"test"`` (newstest2014).
     Needs ``pip install datasets`` and internet access on first use, or a local copy named
-    by ``$TRANSFORMER_WMT14`` (:func:`wmt14_dataset`). The whole split is held as Python
-    strings; ``python -m transformer prepare`` reads it in pieces instead
-    (:class:`CorpusStream`).
+    by ``$TRANSFORMER_WMT14`` (:func:`transformer.corpora.wmt14.wmt14_dataset`). The whole
+    split is held as Python strings; ``python -m transformer prepare`` reads it in pieces
+    instead (:class:`CorpusStream`).
     """
     return load_corpus("wmt14", split, direction)
 
@@ -361,51 +266,41 @@ class FilePairs(PairStream):
 
 
 class CorpusStream(PairStream):
-    """The (English, German) pairs of one split of a corpus: a folder, a mixture of
-    folders, or ``"wmt14"``. This is the package's one reader of corpora:
-    :func:`load_corpus` holds what it reads in memory, ``python -m transformer prepare``
-    reads it in pieces (WMT14 in batches of ``batch_rows`` rows)."""
+    """The (English, German) pairs of one split of a corpus (a name, a path or a
+    :class:`~transformer.corpora.CorpusSpec`): a folder, a mixture of folders, or a corpus
+    of the hub. This is the package's one reader of corpora: :func:`load_corpus` holds
+    what it reads in memory, ``python -m transformer prepare`` reads it in pieces (a hub
+    corpus in batches of ``batch_rows`` rows)."""
 
-    def __init__(self, name: str | os.PathLike, split: str,
+    def __init__(self, name: str | os.PathLike | CorpusSpec, split: str,
                  root: str | os.PathLike | None = None, batch_rows: int = 10_000):
-        self.name, self.root, self.batch_rows = name, root, batch_rows
+        self.spec, self.batch_rows = CorpusSpec.parse(name, root), batch_rows
         self.split = _SPLIT_ALIASES.get(split, split)
         if self.split not in SPLITS:
             raise InputError(f"split must be one of {SPLITS}, got {split!r}")
-        self.parts = None if str(name) == "wmt14" else mixture_parts(name, root)
-        if self.parts is not None and self.split not in ("train", "valid"):
-            raise InputError(f"corpus {str(name)!r} is a mixture: it has train and valid "
+        if self.spec.mixture and self.split not in ("train", "valid"):
+            raise InputError(f"corpus {self.spec.text!r} is a mixture: it has train and valid "
                              f"splits only; score each part on its own test split (e.g. "
-                             f"--corpus {self.parts[0][0]})")
+                             f"--corpus {self.spec.parts[0].name})")
 
     @property
     def label(self) -> str:
         """How warnings and :class:`ParallelCorpus` name what this reads, e.g.
         ``multi30k-en-de/train`` or ``multi30k-en-de x2 + tatoeba-en-de/train``."""
-        if self.parts is None:
-            base = "wmt14" if str(self.name) == "wmt14" else \
-                corpus_folder(self.name, self.root).name
+        if self.spec.hub is not None:
+            base = self.spec.hub.name
         else:
-            base = " + ".join(corpus_folder(part, self.root).name +
-                              (f" x{times}" if times > 1 and self.split == "train" else "")
-                              for part, times in self.parts)
+            base = " + ".join(part.folder.name + (f" x{part.times}" if part.times > 1 and
+                                                   self.split == "train" else "")
+                              for part in self.spec.parts)
         return f"{base}/{self.split}"
 
     def _sources(self):
-        if str(self.name) == "wmt14":
-            return [self._wmt14()]
-        if self.parts is not None:
-            return (self._files(part) for part, times in self.parts
-                    for _ in range(times if self.split == "train" else 1))
-        return [self._files(self.name)]
+        if self.spec.hub is not None:
+            return [self.spec.hub.pairs(self.split, self.batch_rows)]
+        return (self._files(part) for part in self.spec.parts
+                for _ in range(part.times if self.split == "train" else 1))
 
-    def _files(self, name) -> Iterator[tuple[str, str]]:
-        _, src, tgt = split_files(name, self.split, self.root)
+    def _files(self, part) -> Iterator[tuple[str, str]]:
+        _, src, tgt = split_files(part, self.split)
         yield from read_pairs(src, tgt)
-
-    def _wmt14(self) -> Iterator[tuple[str, str]]:
-        dataset = wmt14_dataset(self.split)
-        where = f"wmt14/{self.split}"
-        for batch in dataset.iter(batch_size=self.batch_rows):
-            for row in batch["translation"]:
-                yield _wmt14_pair(row, where)

@@ -44,7 +44,14 @@ def resolve_device(name: str | torch.device = "auto") -> torch.device:
     return device
 
 
-def _tokenizer_for(path: Path, state: dict) -> tuple[Tokenizer, str]:
+def _tokenizer_for(path: Path, state: dict, given=None) -> tuple[Tokenizer, str]:
+    """The tokenizer of checkpoint ``path`` and where it was found: ``given`` (a file the
+    reader names), else the one inside, else the run folder's ``spm.model`` beside it,
+    which only a recorded fingerprint can vouch for."""
+    if given is not None:
+        if isinstance(given, Tokenizer):
+            return given, "the tokenizer handed in"
+        return Tokenizer.load(given), str(given)
     if "tokenizer" in state:
         try:
             return (Tokenizer.from_serialized(bytes(state["tokenizer"])),
@@ -55,8 +62,14 @@ def _tokenizer_for(path: Path, state: dict) -> tuple[Tokenizer, str]:
     folder = path.resolve().parent
     for candidate in (folder / "spm.model", folder.parent / "spm.model"):  # run/, run/checkpoints/
         if candidate.is_file():
+            if "vocabulary" not in state:    # a vocabulary of the same size may be foreign
+                raise CheckpointError(
+                    f"{path} carries neither its tokenizer nor its vocabulary's "
+                    f"fingerprint, so nothing shows that {candidate} is the vocabulary it "
+                    f"was trained with: if it is, say so with --tokenizer {candidate}")
             return Tokenizer.load(candidate), str(candidate)
-    raise CheckpointError(f"{path} carries no tokenizer and no spm.model lies beside it")
+    raise CheckpointError(f"{path} carries no tokenizer and no spm.model lies beside it "
+                          f"(give the run's vocabulary with --tokenizer FILE)")
 
 
 def model_config(path: str | os.PathLike, state: dict) -> ModelConfig:
@@ -71,17 +84,20 @@ def model_config(path: str | os.PathLike, state: dict) -> ModelConfig:
         raise CheckpointError(f"{path}: model_config is not usable: {exc}") from None
 
 
-def load_model(path: str | os.PathLike, device: str | torch.device = "cpu"
+def load_model(path: str | os.PathLike, device: str | torch.device = "cpu",
+               tokenizer: str | os.PathLike | Tokenizer | None = None
                ) -> tuple[FastTransformer, Tokenizer]:
     """A trained model (in eval mode, on ``device``) and its tokenizer, from a checkpoint.
 
-    The tokenizer is the one stored in the checkpoint, else the run folder's
-    ``spm.model``. Raises :class:`~transformer.checkpoint.CheckpointError` naming the file
-    when it is not a checkpoint, its configuration holds a value of the wrong type or
-    range, its weights do not fit its configuration, or the tokenizer is not the one the
-    model was trained with (its fingerprint, :func:`~transformer.checkpoint.vocabulary_fingerprint`,
-    differs from the checkpoint's; a checkpoint written before fingerprints is checked by
-    the vocabulary's size alone).
+    The tokenizer is ``tokenizer`` when given (a file or a :class:`Tokenizer`), else the
+    one stored in the checkpoint, else the run folder's ``spm.model``. Raises
+    :class:`~transformer.checkpoint.CheckpointError` naming the file when it is not a
+    checkpoint, its configuration holds a value of the wrong type or range, its weights do
+    not fit its configuration, or the tokenizer is not the one the model was trained with
+    (:func:`~transformer.checkpoint.same_vocabulary` with the checkpoint's record). A
+    checkpoint that records neither its tokenizer nor a fingerprint (written by an older
+    version) loads only with ``tokenizer`` given: the reader vouches for it, since a
+    vocabulary of the same size can be another one (it translated to "T T T ...").
     """
     path = Path(path)
     device = resolve_device(device)
@@ -95,7 +111,7 @@ def load_model(path: str | os.PathLike, device: str | torch.device = "cpu"
         raise CheckpointError(f"{path}: its weights do not fit its model_config "
                               f"({reason})") from None
     model.to(device).eval()
-    tokenizer, source = _tokenizer_for(path, state)
+    tokenizer, source = _tokenizer_for(path, state, tokenizer)
     if tokenizer.vocab_size != cfg.vocab_size:
         raise CheckpointError(f"tokenizer and model do not match: {source} has "
                               f"{tokenizer.vocab_size} pieces but the model in {path} has a "

@@ -331,11 +331,13 @@ def write_output(path: str | os.PathLike, data: bytes | str | Callable) -> Path:
 
 
 @contextlib.contextmanager
-def output_folder(path: str | os.PathLike):
+def output_folder(path: str | os.PathLike, replace: bool = True):
     """Yield a temporary folder beside ``path`` to write a folder of outputs into; when
     the block ends normally its files are put in place: the folder is renamed to ``path``
     when ``path`` is absent or empty, else each file replaces its namesake (the others in
-    ``path`` stay). On an error the temporary folder is removed and ``path`` is as it was."""
+    ``path`` stay), or, with ``replace=False``, ``FileExistsError`` is raised and ``path``
+    is left as another writer put it. On an error the temporary folder is removed and
+    ``path`` is as it was."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
@@ -353,6 +355,9 @@ def output_folder(path: str | os.PathLike):
         except OSError as exc:
             if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
                 raise
+            if not replace:
+                raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST),
+                                      str(path)) from None
             names = sorted(p.name for p in tmp.iterdir())
             for name in sorted(names, key=lambda n: n == "manifest.json"):   # last
                 os.replace(tmp / name, path / name)

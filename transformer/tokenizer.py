@@ -4,6 +4,11 @@ Section 5.1: "Sentences were encoded using byte-pair encoding, which has a share
 source-target vocabulary of about 37000 tokens." One vocabulary is what lets the model
 tie its source embedding, target embedding and pre-softmax weights (section 3.4).
 
+Whether two things hold the same vocabulary (a checkpoint, a run folder, a prepared corpus,
+an ablation table) is decided by one function, :func:`same_vocabulary`, on one
+fingerprint, :func:`vocabulary_fingerprint`: the SHA-256 of the serialized model,
+spelt ``sha256:<hex>``. A vocabulary of the same size can be another one.
+
 Special ids match ``transformer.config``: PAD=0, BOS=1, EOS=2, UNK=3. ``encode`` adds no
 BOS/EOS; :func:`transformer.batching.collate` adds them. Text is normalised with
 SentencePiece's default ``nmt_nfkc`` rule (Unicode NFKC, whitespace collapsed), so
@@ -11,9 +16,10 @@ SentencePiece's default ``nmt_nfkc`` rule (Unicode NFKC, whitespace collapsed), 
 """
 from __future__ import annotations
 
+import hashlib
 import io
 import os
-import tempfile
+import re
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -21,6 +27,9 @@ import sentencepiece as spm
 
 from .config import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from .errors import InputError
+from .output import write_output
+
+_HEX = re.compile(r"^[0-9a-f]{64}$")
 
 
 class Tokenizer:
@@ -60,13 +69,7 @@ class Tokenizer:
         settings.update(options)
         spm.SentencePieceTrainer.train(sentence_iterator=sentences, model_writer=model,
                                        **settings)
-        path = Path(model_path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        with os.fdopen(fd, "wb") as f:
-            f.write(model.getvalue())
-        os.replace(tmp, path)
-        return cls.load(path)
+        return cls.load(write_output(model_path, model.getvalue()))
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Tokenizer":
@@ -85,6 +88,11 @@ class Tokenizer:
     def serialized(self) -> bytes:
         """The model file's bytes, to store inside a checkpoint."""
         return self.sp.serialized_model_proto()
+
+    @property
+    def fingerprint(self) -> str:
+        """This vocabulary's :func:`vocabulary_fingerprint`."""
+        return vocabulary_fingerprint(self)
 
     @classmethod
     def from_serialized(cls, model: bytes) -> "Tokenizer":
@@ -150,3 +158,23 @@ class Tokenizer:
 
     def __repr__(self) -> str:
         return f"Tokenizer(vocab_size={self.vocab_size}, path={str(self.path)!r})"
+
+
+def vocabulary_fingerprint(vocabulary: "Tokenizer | bytes | str") -> str:
+    """``sha256:`` and the SHA-256 of a serialized SentencePiece model: of a
+    :class:`Tokenizer`, of the model's bytes (an ``spm.model`` file's), or a fingerprint
+    already recorded (``sha256:<hex>``, or the bare hex that prepared corpora and tables
+    recorded before), given back in this spelling. ValueError for a string that is none."""
+    if isinstance(vocabulary, str):
+        digest = vocabulary.removeprefix("sha256:")
+        if not _HEX.match(digest):
+            raise InputError(f"{vocabulary!r} is not a vocabulary fingerprint (sha256:<hex>)")
+        return "sha256:" + digest
+    model = vocabulary.serialized() if isinstance(vocabulary, Tokenizer) else bytes(vocabulary)
+    return "sha256:" + hashlib.sha256(model).hexdigest()
+
+
+def same_vocabulary(a: "Tokenizer | bytes | str", b: "Tokenizer | bytes | str") -> bool:
+    """Whether ``a`` and ``b`` (each a :class:`Tokenizer`, a model's bytes, or a recorded
+    fingerprint) are the same vocabulary: the one test of it in the package."""
+    return vocabulary_fingerprint(a) == vocabulary_fingerprint(b)

@@ -8,7 +8,7 @@ auto``: bf16 on a CPU with bf16 instructions, else fp32; 2 threads, 4,096-token 
 for ``--updates`` updates and logs the resident set size next to the trainer's tokens/s
 every 10 updates (the largest size seen since the last line, sampled
 every 0.2 s). ``--jemalloc`` restarts the script under jemalloc with the settings the
-command line uses (``transformer.training.host_memory``). Prints the peak resident size (VmHWM)
+command line uses (``transformer.tools.host_memory``). Prints the peak resident size (VmHWM)
 and the median tokens/s after the first 100 updates.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ import threading
 from pathlib import Path
 
 from benchmarks.record import add_option, save
-from transformer.training import host_memory
+from transformer.tools import host_memory
 from transformer.training.loop import Trainer
 from transformer.training.recipes import recipe
 

@@ -33,7 +33,7 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.record import add_option, save
-from transformer.tools.provenance import write_record
+from transformer.provenance import write_record
 from transformer_book.timing import Stopwatch
 
 POLICIES = {"default": {}, "passive": {"OMP_WAIT_POLICY": "PASSIVE"},

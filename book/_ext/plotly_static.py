@@ -109,7 +109,7 @@ def _page_scripts(app, pagename, templatename, context, doctree) -> None:
     adds its ``const THEBE_JS_URL`` block twice with launch buttons: a console error)."""
     if "plotly-graph-div" in context.get("body", ""):
         # Deferred: the page's text paints first; the figures' inline scripts wait for
-        # DOMContentLoaded (transformer_book.viz.after_page_load), which comes after it.
+        # DOMContentLoaded (transformer_book.site.after_page_load), which comes after it.
         app.add_js_file("plotly.min.js", priority=100, defer="defer")
         # attentionBook.newPlot: each figure's layout fitted to a phone's width (a module:
         # it runs after plotly.js, deferred too, and before DOMContentLoaded)

@@ -1,113 +1,31 @@
-"""The result records in ``book/results/``: load them, check their provenance, render them.
-
-Every table of measured figures in the docs comes from here, never typed: the book's
-Results page (``book/appendix_results.ipynb``) shows these tables, and
+"""The result records rendered: every table of measured figures in the docs comes from
+here, never typed (the records themselves: :mod:`.records`; the benchmark scripts that
+write them: :mod:`.registry`). The book's Results page (``book/appendix_results.ipynb``)
+shows these tables, and
 
     python -m transformer_book.results            # rewrite the generated blocks
     python -m transformer_book.results --check    # exit 1 if a block differs from the records
 
 rewrites the blocks between ``<!-- results:NAME -->`` and ``<!-- /results:NAME -->`` in
 ``README.md`` and ``benchmarks/README.md`` (``tests/test_results.py`` runs the check).
-
-A record is a JSON object with a ``provenance`` object. One a command wrote holds the
-commit, the command, the CPU, torch and the date (``transformer.tools.provenance``); one
-transcribed from the experiment notes says where from in ``transcribed`` and holds the same
-fields as the notes give them; a figure published elsewhere holds ``published`` and ``date``.
 """
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
-REPO = RESULTS.parents[1]
+from . import records
+from .records import REPO, load, provenance_text
+from .registry import BENCHMARKS, GROUPS, ratio as _x
+
 SITE = "https://attention-book.github.io/transformer"
-MEASURED = ("commit", "command", "cpu", "torch", "date")
-
-
-def provenance_problems(record: dict) -> list[str]:
-    """What the record's provenance lacks; empty when it is complete."""
-    if isinstance(record.get("runs"), dict):
-        # several labelled runs of one command (e.g. before and after), each its own
-        if not record["runs"]:
-            return ["runs: none"]
-        if "provenance" in record:
-            return ["provenance beside runs (each run holds its own)"]
-        return [f"run {label}: {p}" for label, run in record["runs"].items()
-                for p in provenance_problems(run)]
-    if isinstance(record.get("sets"), list):
-        # several sets of runs of one command, each with its own provenance
-        if not record["sets"]:
-            return ["sets: none"]
-        return [f"set {i + 1}: {p}" for i, one in enumerate(record["sets"])
-                for p in provenance_problems(one)]
-    prov = record.get("provenance")
-    if not isinstance(prov, dict) or not prov:
-        return ["no provenance"]
-    if "entries" in record:          # several runs, each with its own provenance
-        if "transcribed" not in prov:
-            return ["provenance.transcribed (where its entries come from)"]
-        return [f"entry {i}: {p}" for i, e in enumerate(record["entries"])
-                for p in provenance_problems(e)]
-    if "published" in prov:          # a published figure, not measured here
-        return [] if prov.get("date") else ["provenance.date"]
-    fields = dict(prov)
-    fields.setdefault("command", prov.get("commands"))
-    fields.setdefault("date", prov.get("finished"))
-    rows = record.get("rows") or []
-    if "commit" not in fields and rows and all(r.get("commit") for r in rows):
-        fields["commit"] = "per row"
-    return [f"provenance.{k}" for k in MEASURED if not fields.get(k)]
-
-
-def load(name: str) -> dict:
-    """The record ``book/results/NAME.json``; raises if it is missing or lacks provenance."""
-    path = RESULTS / f"{name}.json"
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such result record")
-    record = json.loads(path.read_text())
-    problems = provenance_problems(record)
-    if problems:
-        raise ValueError(f"{path}: incomplete provenance: {', '.join(problems)}")
-    return record
-
-
-def provenance_text(record: dict) -> str:
-    """One line: where the record's figures come from."""
-    if "sets" in record:
-        return " ".join(f"Set {i + 1}: {provenance_text(one)}"
-                        for i, one in enumerate(record["sets"]))
-    if "provenance" not in record and "runs" in record:
-        return " ".join(f"{label.capitalize()}: {provenance_text(run)}"
-                        for label, run in record["runs"].items())
-    prov = record["provenance"]
-    if "entries" in record:
-        return f"Each run's provenance is in its row; *{prov['transcribed']}*."
-    if "published" in prov:
-        return f"Source: {prov['published']} ({prov['date']})."
-    command = prov.get("command") or "; ".join(prov.get("commands", []))
-    commit = prov.get("commit") or "per row: " + ", ".join(
-        sorted({r["commit"] for r in record.get("rows", [])}))
-    date = prov.get("date") or f"{prov.get('started')} to {prov.get('finished')}"
-    extra = "".join(f", {k} {prov[k]}" for k in ("precision", "allocator", "wall", "wall_s")
-                    if k in prov)
-    text = (f"`{command}` at commit {commit}; {prov['cpu']}; torch {prov['torch']}; "
-            f"{date}{extra}.")
-    if "transcribed" in prov:
-        text += f" *{prov['transcribed'][0].upper()}{prov['transcribed'][1:]}.*"
-    return text
 
 
 def _table(header: list[str], rows: list[list]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
-
-
-def _x(v: float) -> str:
-    return f"{v:.2f}x"
 
 
 # ---- the figures, one function per record ---------------------------------------------
@@ -138,15 +56,14 @@ def recipes() -> str:
 
 def book_model() -> str:
     """The book's model before (captions only) and now, on both test splits."""
-    from transformer.data import mixture_parts
+    from transformer.corpora import CorpusSpec
     rows = []
     for name, label in (("book_model_before", "before: the small preset, Multi30k alone"),
                         ("book_model", "now: recipe `book`")):
         r = load(name)
         run = r["run"]
-        corpus = " + ".join(Path(part).name + (f" ×{times}" if times > 1 else "")
-                            for part, times in mixture_parts(run["settings"]["corpus"])
-                            or [(run["settings"]["corpus"], 1)])
+        corpus = " + ".join(Path(part.name).name + (f" ×{part.times}" if part.times > 1 else "")
+                            for part in CorpusSpec.parse(run["settings"]["corpus"]).parts)
         updates = f"{run['updates']:,} updates" if "updates" in run else "trained"
         what = f"{label} ({r['parameters']:,} parameters, {updates} on {corpus})"
         cells = [f"{r['test'][c]['beam4']['bleu']} / {r['test'][c]['beam4']['chrf']}"
@@ -331,7 +248,7 @@ def book_build() -> str:
     """``make book`` from an empty run cache, on each kind of machine."""
     rows = []
     for kind, name in FIRST_BUILDS:
-        if name is None or not (RESULTS / f"{name}.json").exists():
+        if name is None or not (records.RESULTS / f"{name}.json").exists():
             rows.append([kind, "not yet measured", "", "", ""])
             continue
         r = load(name)
@@ -344,9 +261,9 @@ def book_build() -> str:
 def first_build() -> str:
     """One sentence: what the first build costs, from the records (README, chapter 7)."""
     measured = [(kind, load(name)) for kind, name in FIRST_BUILDS
-                if name and (RESULTS / f"{name}.json").exists()]
+                if name and (records.RESULTS / f"{name}.json").exists()]
     unmeasured = [kind for kind, name in FIRST_BUILDS
-                  if not name or not (RESULTS / f"{name}.json").exists()]
+                  if not name or not (records.RESULTS / f"{name}.json").exists()]
     said = "; ".join(f"about {r['wall_s'] / 60:.0f} minutes on {kind}, training in "
                      f"{r['precision']}" for kind, r in measured)
     return (f"The first `make book` trains the book's model once (later builds reuse it): "
@@ -376,7 +293,7 @@ def first_build_note():
     """:func:`first_build` as Markdown for chapter 7, where it trains; a link where the
     records are not installed (on Colab)."""
     from IPython.display import Markdown
-    if not RESULTS.is_dir():
+    if not records.RESULTS.is_dir():
         return Markdown(f"[The Results page]({SITE}/book/appendix_results.html"
                         "#building-the-book-and-running-the-tests) has what training the "
                         "book's model costs on each kind of machine.")
@@ -414,99 +331,6 @@ def build_times() -> str:
         for e in r["entries"]])
 
 
-# The scripts under benchmarks/, one row each, in their groups (cpu/: the model on a CPU;
-# book/: the book and its page; gpu/: the GPU path): script, what it measures, command,
-# record, and the latest figure (a function of the record) or None for records not yet
-# written. A `python -m` command takes `--record PATH`; a GPU script's record is made from
-# what it leaves (benchmarks/README.md, "The GPU scripts").
-BENCHMARKS = [
-    ("cpu/train_throughput.py", "a training step: ours against torch.nn.Transformer and Marian",
-     "python -m benchmarks.cpu.train_throughput", "train_throughput",
-     lambda r: f"ours / torch {_x(r['rows'][0]['ours_over_torch'])} (small, fp32)"),
-    ("cpu/trainer_precision.py", "the trainer's tokens/s, fp32 and bf16",
-     "python -m benchmarks.cpu.trainer_precision", "trainer_precision",
-     lambda r: f"bf16 / fp32 {_x(r['bf16_over_fp32'])}"),
-    ("cpu/attention_kernel_speed.py", "CPU attention kernel: math against fused",
-     "python -m benchmarks.cpu.attention_kernel_speed", "attention_kernel",
-     lambda r: f"math {_x(r['math_speedup'])} a tiny update"),
-    ("cpu/compile_speed.py", "`--compile` against eager on a CPU",
-     "python -m benchmarks.cpu.compile_speed", "compile_cpu",
-     lambda r: f"compiled / eager {r['compiled_over_eager']:.2f} of the time"),
-    ("cpu/optimizer_speed.py", "Muon's cost per update",
-     "python -m benchmarks.cpu.optimizer_speed", "optimizer_speed",
-     lambda r: f"Muon / Adam {_x(r['muon_over_adam_median'])}"),
-    ("cpu/dropout_speed.py", "the dropout mask", "python -m benchmarks.cpu.dropout_speed",
-     "dropout_speed", lambda r: f"{r['ms']['bf16']['bitwise AND']} ms against "
-                                f"{r['ms']['bf16']['nn.Dropout']} (bf16)"),
-    ("cpu/vocab_speed.py", "sentences/s at three vocabulary sizes",
-     "python -m benchmarks.cpu.vocab_speed", "vocab_speed",
-     lambda r: ", ".join(f"{x['vocab']:,}: {x['sentences_per_s']}" for x in r["rows"])),
-    ("cpu/host_memory.py", "resident memory of a CPU training run",
-     "python -m benchmarks.cpu.host_memory [--jemalloc]", "host_memory",
-     lambda r: " against ".join(f"{x['peak_gb']} GB" for x in r["rows"][::-1]) + " (jemalloc, glibc)"),
-    ("cpu/thread_policy.py", "CPU training beside a busy process: threads and OpenMP's wait "
-     "policy, and the trainer's adaptive threads", "python -m benchmarks.cpu.thread_policy",
-     "thread_policy",
-     lambda r: "beside a busy process: " + ", ".join(
-         f"{x['threads']} thread{'s' * (x['threads'] > 1)} {x['wait_policy']} "
-         f"{x['tokens_per_s']:,}" for one in r["sets"] for x in one["runs"]
-         if x["busy_neighbour"] and x["wait_policy"] in ("default", "adaptive")) + " tokens/s"),
-    ("cpu/prepare_speed.py", "a WMT14-sized corpus prepared once, then read by two processes",
-     "python -m benchmarks.cpu.prepare_speed", "prepare_wmt14_scale",
-     lambda r: f"{r['corpus']['pairs'] / 1e6:.1f}M pairs prepared in "
-               f"{r['prepare']['seconds'] / 60:.0f} min; per reader "
-               f"{max(x['peak_rss_mb'] for x in r['readers']):,} MB peak "
-               f"({max(x['peak_private_mb'] for x in r['readers']):,} MB private), "
-               f"{min(x['tokens_per_s'] for x in r['readers']) / 1e6:.1f}M tokens/s"),
-    ("cpu/decode_speed.py", "KV-cached against recomputed decoding; beam against greedy",
-     "python -m benchmarks.cpu.decode_speed", "decode_speed",
-     lambda r: f"KV cache {_x(r['rows'][0]['kv_cache_speedup'])}"),
-    ("book/browser_speed.py", "the model in headless Chromium: download and latency, before "
-     "and after (--label)", "python -m benchmarks.book.browser_speed --label after",
-     "browser_speed",
-     lambda r: f"{r['runs']['after']['model_bytes'] / 2**20:.1f} MiB, beam 4 "
-               f"{r['runs']['after']['browser']['beam_ms']:.0f} ms"),
-    ("book/page_training.py", "chapter 4's training panel in headless Chromium: time to 99% "
-     "on reversal, and its download", "python -m benchmarks.book.page_training", "page_training",
-     lambda r: f"{r['seconds_to_target']:.1f} s ({r['steps_to_target']} steps), "
-               f"{r['download_bytes_gzip'] / 2**20:.2f} MiB gzip"),
-    ("book/weight_forms.py", "the page model's weights in int8 and fp16 against fp32",
-     "python -m benchmarks.book.weight_forms", "weight_forms",
-     lambda r: ", ".join(f"{f} {b / 2**20:.2f} MiB" for f, b in r["model_bytes"].items())),
-    ("book/model.py", "the book's model on each corpus's test split",
-     "python -m benchmarks.book.model", "book_model",
-     lambda r: "; ".join(f"{c} {t['beam4']['bleu']} BLEU" for c, t in r["test"].items())),
-    ("book/build.py", "`make book` from an empty run cache",
-     "python -m benchmarks.book.build", "book_build",
-     lambda r: f"{r['wall_s'] / 60:.1f} min ({r['precision']})"),
-    ("gpu/check.sh + gpu/check_record.py", "device tests and GPU throughput",
-     "bash benchmarks/gpu/check.sh", "gpu_step", None),
-    ("gpu/train.sh + gpu/train_record.py", "the base model on a GPU, torchrun, chapters 7 "
-     "and 10", "bash benchmarks/gpu/train.sh", "gpu_train", None),
-    ("gpu/table3.sh", "Table 3 at the GPU budget", "bash benchmarks/gpu/table3.sh",
-     "table3_gpu", None),
-]
-
-# The scripts' paths before benchmarks/ was grouped (issue 46). A committed record keeps
-# the command that measured it, as it was typed; this leads from such a command's script
-# to today's (tests/test_results.py checks that every record's script is found).
-MOVED = {f"benchmarks/{old}": f"benchmarks/{new}" for old, new in [
-    *[(f"{name}.py", f"cpu/{name}.py") for name in (
-        "train_throughput", "trainer_precision", "attention_kernel_speed", "compile_speed",
-        "optimizer_speed", "dropout_speed", "vocab_speed", "host_memory", "prepare_speed",
-        "decode_speed", "thread_policy")],
-    ("book_build.py", "book/build.py"), ("book_model.py", "book/model.py"),
-    ("browser_speed.py", "book/browser_speed.py"), ("weight_forms.py", "book/weight_forms.py"),
-    ("page_training.py", "book/page_training.py"),
-    ("gpu_check.sh", "gpu/check.sh"), ("gpu_train.sh", "gpu/train.sh"),
-    ("gpu_table3.sh", "gpu/table3.sh"), ("gpu_common.sh", "gpu/common.sh"),
-    ("gpu_throughput.py", "gpu/throughput.py"), ("gpu_record.py", "gpu/check_record.py"),
-    ("gpu_train_record.py", "gpu/train_record.py"),
-    ("gpu_train_steps.py", "gpu/train_steps.py")]}
-
-GROUPS = ("cpu", "book", "gpu")       # the folders of benchmarks/
-
-
 def benchmarks(group: str | None = None) -> str:
     """benchmarks/README.md's table of a group (cpu, book, gpu; all when None): one row per
     script, with its latest figure."""
@@ -514,7 +338,7 @@ def benchmarks(group: str | None = None) -> str:
     for script, what, command, name, figure in BENCHMARKS:
         if group and not script.startswith(f"{group}/"):
             continue
-        path = RESULTS / f"{name}.json"
+        path = records.RESULTS / f"{name}.json"
         if path.exists():
             rec = load(name)
             latest = figure(rec) if figure else "recorded"
@@ -552,7 +376,7 @@ def self_measured(table, name: str, *others: str):
     build that renders it (``book_build``): the build before the first measurement says
     so instead of failing."""
     from IPython.display import Markdown
-    if not (RESULTS / f"{name}.json").exists():
+    if not (records.RESULTS / f"{name}.json").exists():
         command = next(c for _, _, c, n, _ in BENCHMARKS if n == name)
         return Markdown(f"No measured build yet: `{command} --record book/results/{name}.json` "
                         f"writes it.")
@@ -562,7 +386,7 @@ def self_measured(table, name: str, *others: str):
 def missing_records() -> list[str]:
     """The records the benchmark scripts write that no run has written yet."""
     return [f"`book/results/{name}.json` ({script})" for script, _, _, name, _ in BENCHMARKS
-            if not (RESULTS / f"{name}.json").exists()]
+            if not (records.RESULTS / f"{name}.json").exists()]
 
 
 # ---- generated blocks in the Markdown files ----------------------------------------

@@ -20,7 +20,6 @@ import os
 from pathlib import Path
 
 import transformer
-from transformer.data import corpus_folders
 from transformer.training.config import TrainConfig, result_settings
 from transformer.training.recipes import recipe
 
@@ -103,11 +102,10 @@ def run_key(cfg: TrainConfig) -> str:
     h.update(resolve_precision(cfg.precision, resolve_device(cfg.device)).encode())  # auto's pick
     for path in training_modules():
         h.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + code_fingerprint(path))
-    if cfg.corpus != "wmt14":
-        for folder in corpus_folders(cfg.corpus, cfg.data_root):
-            for path in sorted(folder.glob("*")):
-                if path.is_file():
-                    h.update(path.name.encode() + b"\0" + path.read_bytes())
+    for folder in cfg.corpus_spec.folders():            # none for a corpus of the hub
+        for path in sorted(folder.glob("*")):
+            if path.is_file():
+                h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
 
 

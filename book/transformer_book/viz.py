@@ -3,17 +3,17 @@ interactivity (plotly sliders and menus) works in the static HTML, without a ker
 
 The book's helpers are split three ways: :mod:`.switches` (the quick build,
 :func:`pick`, :func:`book_settings`), :mod:`.site` (the plotly renderer of the built
-site, :func:`setup_plotly`) and this module, the figures; the first two are re-exported
-here, so ``viz.pick`` and ``viz.setup_plotly()`` work as before. plotly is imported
-lazily, on first use. This module belongs to the book, not to the ``transformer``
+site, :func:`setup_plotly`) and this module, the figures. The chapters call those four
+through this module (``viz.pick``, ``viz.setup_plotly()``), so that a chapter imports
+one helper module. plotly is imported lazily, on first use. This module belongs to the book, not to the ``transformer``
 library, which never imports it.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
-from .site import RENDERER, after_page_load, setup_plotly  # noqa: F401  (re-exported)
-from .switches import book_settings, pick, quick  # noqa: F401  (re-exported)
+from .site import setup_plotly  # noqa: F401  (the chapters call viz.setup_plotly)
+from .switches import book_settings, pick, quick  # noqa: F401  (and viz.pick, ...)
 
 
 # --------------------------------------------------------------------- helpers

@@ -12,6 +12,14 @@ a corpus that is not there yet (a recipe, a chapter, ``evaluate``) fetches it th
   redistributed with its attribution (``NOTICE``). Its host now serves a newer export,
   so a download could not give back the split that the records were measured on; a copy
   shipped with the code can, and it works offline.
+* **wmt14** (:data:`HUB_CORPORA`), the paper's 4.5 million pairs, is not fetched as files:
+  it is read through Hugging Face ``datasets`` (:func:`wmt14_dataset`) and prepared once
+  for training into a folder of the data root.
+
+**The corpus as a value.** What ``--corpus`` names, a registered name, a folder or a
+mixture (``"multi30k-en-de*2+tatoeba-en-de"``), is parsed once into a
+:class:`CorpusSpec`; every reader (the corpus reader, the trainer, the prepare step, the
+run folder, the book) asks it what it is instead of testing the string.
 
 **What is checked.** A corpus is the text the project reads, so each file is pinned by the
 SHA-256 of its text: the decompressed lines with their whitespace normalised (runs of
@@ -21,12 +29,13 @@ writes the normalised text, the same text every record of the project was measur
 The same pin holds for a mirror that compresses the files anew.
 
 **All or nothing.** The files are fetched into a hidden folder beside the corpus and
-renamed into place only when every one is complete and matches its hash; a failure
-raises with one line (``ConnectionError`` for a file that cannot be fetched,
-``ValueError`` for one that is not the file) and leaves no corpus behind (a fetch that
-was killed leaves its hidden folder, which a fetch an hour later removes). An existing
-folder is never overwritten; processes that fetch at once (ranks under ``torchrun``)
-each fetch, and the first rename wins.
+renamed into place only when every one is complete and matches its hash
+(:func:`transformer.output.output_folder`); a failure raises with one line
+(``ConnectionError`` for a file that cannot be fetched, ``ValueError`` for one that is not
+the file) and leaves no corpus behind. A fetch that was killed leaves its hidden folder,
+which the next fetch of that corpus removes, also when the corpus is there by then. An
+existing folder is never overwritten; processes that fetch at once (ranks under
+``torchrun``) each fetch, the first rename wins and the others return its folder.
 """
 from __future__ import annotations
 
@@ -36,15 +45,16 @@ import http.client
 import os
 import shutil
 import sys
-import tempfile
 import time
+import typing
 import urllib.error
 import urllib.request
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, MissingPackage
+from ..output import output_folder, remove_leftovers
 
 SHIPPED = Path(__file__).resolve().parent
 FILES = tuple(f"{split}.{side}.gz" for split in ("train", "valid", "test") for side in ("src", "tgt"))
@@ -110,14 +120,205 @@ CORPORA: dict[str, Corpus] = {c.name: c for c in [
 ]}
 
 
+# --------------------------------------------------------------------------- WMT 2014
+WMT14_ENV = "TRANSFORMER_WMT14"
+WMT14_SPLITS = {"train": "train", "valid": "validation", "test": "test"}   # ours -> the hub's
+
+
+def wmt14_dataset(split: str):
+    """The Hugging Face ``datasets.Dataset`` of WMT14 de-en's ``split``: train (4.5M pairs),
+    valid (newstest2013) or test (newstest2014). ``datasets.load_dataset("wmt14", "de-en")``,
+    or, when ``$TRANSFORMER_WMT14`` names
+    a folder, that copy offline: a ``DatasetDict.save_to_disk`` folder (train, validation,
+    test, each with a ``translation`` column of ``{"de", "en"}`` dicts, as the hub's), or a
+    local copy of the hub's repository (read with ``load_dataset(folder, "de-en")``)."""
+    try:
+        import datasets
+    except ImportError:
+        raise MissingPackage("--corpus wmt14 needs the Hugging Face datasets package: `pip "
+                             "install datasets` (or pip install 'transformer[wmt]')") from None
+    hf_split = WMT14_SPLITS.get(split)
+    if hf_split is None:
+        raise InputError(f"split must be one of {tuple(WMT14_SPLITS)}, got {split!r}")
+    local = os.environ.get(WMT14_ENV, "").strip()
+    if not local:
+        return datasets.load_dataset("wmt14", "de-en", split=hf_split)
+    folder = Path(local).expanduser()
+    if not folder.is_dir():
+        raise FileNotFoundError(f"${WMT14_ENV}={local}: no such folder (a saved WMT14 "
+                                f"DatasetDict, or a copy of the hub's wmt14 repository)")
+    if not (folder / "dataset_dict.json").is_file():
+        return datasets.load_dataset(str(folder), "de-en", split=hf_split)
+    saved = datasets.load_from_disk(str(folder))
+    if hf_split not in saved:
+        raise InputError(f"${WMT14_ENV}={local}: the saved dataset has splits "
+                         f"{sorted(saved)}, not {hf_split!r}")
+    return saved[hf_split]
+
+
+def wmt14_pairs(split: str, batch_rows: int = 10_000) -> typing.Iterator[tuple[str, str]]:
+    """(English, German) of each row of ``split``, stripped, read ``batch_rows`` at a time."""
+    where = f"wmt14/{split}"
+    for batch in wmt14_dataset(split).iter(batch_size=batch_rows):
+        for row in batch["translation"]:
+            try:
+                yield row["en"].strip(), row["de"].strip()
+            except (KeyError, TypeError, AttributeError):
+                raise InputError(f"{where}: a row of the 'translation' column is {row!r}, "
+                                 f"not a dict of 'en' and 'de' sentences") from None
+
+
+def wmt14_prepared_name(vocab_size: int, seed: int) -> str:
+    """The folder of the data root that ``--corpus wmt14`` is prepared into, once per
+    vocabulary size and seed."""
+    return f"wmt14-prepared-v{vocab_size}-s{seed}"
+
+
+@dataclass(frozen=True)
+class HubCorpus:
+    """A corpus read from the Hugging Face hub (not fetched as files) and prepared once for
+    training: its reader of sentence pairs and the name of its prepared folder."""
+    name: str
+    title: str
+    licence: str
+    attribution: str
+    pairs: typing.Callable[..., typing.Iterator[tuple[str, str]]]   # (split, batch_rows)
+    prepared_name: typing.Callable[[int, int], str]                # (vocab_size, seed)
+
+    def prepared_folder(self, vocab_size: int, seed: int,
+                        root: str | os.PathLike | None = None) -> Path:
+        """Where training prepares this corpus for a vocabulary size and seed."""
+        return data_dir(root) / self.prepared_name(vocab_size, seed)
+
+
+HUB_CORPORA: dict[str, HubCorpus] = {c.name: c for c in [
+    HubCorpus(
+        name="wmt14",
+        title="WMT 2014 English-German (Bojar et al., 2014): about 4.5M training pairs, "
+              "newstest2013 (valid) and newstest2014 (test), the paper's data (section 5.1)",
+        licence="the terms of each WMT 2014 source (research use)",
+        attribution="Bojar et al. (2014), \"Findings of the 2014 Workshop on Statistical "
+                    "Machine Translation\", Proc. 9th Workshop on Statistical Machine "
+                    "Translation, pp. 12-58, doi:10.3115/v1/W14-3302; read through the "
+                    "Hugging Face dataset wmt14 (de-en)",
+        pairs=wmt14_pairs, prepared_name=wmt14_prepared_name),
+]}
+
+
 def data_dir(path: str | os.PathLike | None = None) -> Path:
     """The data root, the one rule every reader and writer of corpora follows: ``path``
-    (``--data-root``), else ``$TRANSFORMER_DATA``, else ``~/.cache/transformer/data``."""
+    (``--data-root``), else ``$TRANSFORMER_DATA`` (blank counts as unset), else
+    ``~/.cache/transformer/data``."""
     if path is not None:
+        if not str(path).strip():
+            raise InputError(f"--data-root {str(path)!r} is blank: name a folder, or leave "
+                             f"it out for the default")
         return Path(path).expanduser()
-    if os.environ.get("TRANSFORMER_DATA"):
+    if os.environ.get("TRANSFORMER_DATA", "").strip():     # blank: as if unset
         return Path(os.environ["TRANSFORMER_DATA"]).expanduser()
     return Path.home() / ".cache" / "transformer" / "data"
+
+
+# --------------------------------------------------------------------------- the value
+@dataclass(frozen=True)
+class Part:
+    """One corpus a :class:`CorpusSpec` reads: a folder (absolute) with its repeats in a
+    mixture, or a corpus of the hub (``folder`` None)."""
+    name: str                         # as written: a registered name or a path
+    folder: Path | None
+    times: int = 1
+    hub: HubCorpus | None = None
+
+    @property
+    def fetched(self) -> Corpus | None:
+        """The registered corpus this part is fetched as on first use (a name under the
+        data root that :data:`CORPORA` lists), else None."""
+        return None if _is_path(self.name) else CORPORA.get(self.name)
+
+    def ensure(self) -> Path | None:
+        """The folder, fetched first when it is a registered corpus not there yet."""
+        corpus = self.fetched
+        if corpus is not None and not self.folder.exists():
+            print(f"{corpus.name} is not in {self.folder.parent} yet: fetching it (once)",
+                  file=sys.stderr)
+            fetch(corpus.name, self.folder.parent)
+        return self.folder
+
+
+@dataclass(frozen=True)
+class CorpusSpec:
+    """What ``--corpus`` names, parsed once (:meth:`parse`): a folder (a name under the data
+    root, or a path), a mixture of folders each repeated ``*N`` times in the train split,
+    or a corpus of the hub (``wmt14``). Two spellings of the same corpus give equal values."""
+    text: str                         # as given
+    parts: tuple[Part, ...]
+    mixture: bool = False
+
+    @classmethod
+    def parse(cls, text: "str | os.PathLike | CorpusSpec",
+              root: str | os.PathLike | None = None) -> "CorpusSpec":
+        """The value of ``text``: a registered name (:data:`CORPORA`, :data:`HUB_CORPORA`),
+        a path (a ``Path``, or a string with a ``/`` or ``~``), a name under the data root
+        ``root``, or a mixture ``"a*2+b"`` of those (not of the hub's; a folder whose name
+        holds a ``+`` is a folder). InputError names a part that is not one."""
+        if isinstance(text, CorpusSpec):
+            return text
+        if not isinstance(text, os.PathLike) and str(text) in HUB_CORPORA:
+            hub = HUB_CORPORA[str(text)]
+            return cls(hub.name, (Part(hub.name, None, hub=hub),))
+        if isinstance(text, os.PathLike) or "+" not in text or _folder(text, root).is_dir():
+            return cls(str(text), (Part(str(text), _folder(text, root)),))
+        parts = []
+        for part in text.split("+"):
+            name, _, times = part.strip().rpartition("*") if "*" in part else \
+                (part.strip(), "", "1")
+            if not name or not times.isdigit() or int(times) < 1 or name in HUB_CORPORA:
+                raise InputError(f"corpus {text!r}: {part.strip()!r} is not a part of a "
+                                 f"mixture (a corpus folder, optionally *N with N >= 1, "
+                                 f"e.g. multi30k-en-de*2+tatoeba-en-de)")
+            parts.append(Part(name, _folder(name, root), int(times)))
+        return cls(text, tuple(parts), mixture=True)
+
+    @property
+    def hub(self) -> HubCorpus | None:
+        """The hub's corpus this names, else None."""
+        return self.parts[0].hub
+
+    @property
+    def folder(self) -> Path | None:
+        """The one folder this names (None for a mixture or a hub corpus)."""
+        return None if self.mixture else self.parts[0].folder
+
+    def resolved(self) -> str:
+        """The spelling stored in a run or a prepared corpus: every folder absolute (the
+        data root folded in), so ``dir``, ``dir/``, ``./dir`` and ``/abs/dir`` compare
+        equal; a hub corpus by its name."""
+        if self.hub is not None:
+            return self.hub.name
+        if not self.mixture:
+            return str(self.folder)
+        return "+".join(f"{part.folder}*{part.times}" for part in self.parts)
+
+    def names(self) -> list[str]:
+        """The corpora this reads, each with its own test split (a mixture has none)."""
+        return [part.name for part in self.parts]
+
+    def folders(self) -> list[Path]:
+        """The folders this reads, each fetched first when it is a registered corpus not
+        there yet (none for a hub corpus)."""
+        return [part.ensure() for part in self.parts if part.hub is None]
+
+
+def _is_path(name: str | os.PathLike) -> bool:
+    """Whether a corpus ``name`` is a path (a ``Path``, or a string with a ``/`` or ``~``)
+    rather than a folder name under :func:`data_dir`."""
+    return isinstance(name, os.PathLike) or os.sep in name or name.startswith("~")
+
+
+def _folder(name: str | os.PathLike, root: str | os.PathLike | None) -> Path:
+    """The folder ``name`` names, absolute: the path, or the name under the data root."""
+    folder = Path(name).expanduser() if _is_path(name) else data_dir(root) / name
+    return folder.resolve()
 
 
 def corpus(name: str) -> Corpus:
@@ -183,16 +384,16 @@ def _read(source: str, names: tuple[str, str], timeout: float, bar) -> bytes:
             while chunk := response.read(1 << 16):
                 chunks.append(chunk)
                 bar.update(len(chunk))
-        received = sum(map(len, chunks))
-        if expected is not None and expected.isdigit() and received != int(expected):
-            raise ConnectionError(f"could not download {url}: the connection closed after "
-                                  f"{received:,} of {int(expected):,} bytes")
     except urllib.error.HTTPError as e:
         raise ConnectionError(f"could not download {url}: HTTP {e.code} {e.reason}") from None
     except (urllib.error.URLError, http.client.HTTPException, TimeoutError,
             ConnectionError) as e:
         raise ConnectionError(f"could not download {url}: "
                               f"{getattr(e, 'reason', None) or e}") from None
+    received = sum(map(len, chunks))
+    if expected is not None and expected.isdigit() and received != int(expected):
+        raise ConnectionError(f"could not download {url}: the connection closed after "
+                              f"{received:,} of {int(expected):,} bytes")
     return b"".join(chunks)
 
 
@@ -216,23 +417,16 @@ def fetch(name: str, root: str | os.PathLike | None = None, url: str | None = No
     c = corpus(name)
     root = data_dir(root)
     folder = root / name
+    if root.is_dir():
+        _remove_leftovers(root, name)
     if folder.exists():
-        wrong = verify(name, folder)
-        if wrong:
-            raise InputError(f"{folder} exists but is not the project's {name}: "
-                             f"{', '.join(wrong)} missing or different; move the folder "
-                             f"away and fetch again")
-        return folder
+        return _checked(name, folder)
     source = c.source(url)
-    root.mkdir(parents=True, exist_ok=True)
-    for stale in root.glob(f".{name}.fetching-*"):       # left by a killed fetch
-        if time.time() - stale.stat().st_mtime > 3600:
-            shutil.rmtree(stale, ignore_errors=True)
-    staging = Path(tempfile.mkdtemp(dir=root, prefix=f".{name}.fetching-"))
     disable = (not sys.stderr.isatty()) if progress is None else not progress
     try:
-        with tqdm(desc=f"fetching {name}", unit="B", unit_scale=True, disable=disable,
-                  file=sys.stderr) as bar:
+        with output_folder(folder, replace=False) as staging, \
+                tqdm(desc=f"fetching {name}", unit="B", unit_scale=True, disable=disable,
+                     file=sys.stderr) as bar:
             for filename, expected in c.sha256.items():
                 upstream = c.upstream.get(filename, filename)
                 where = f"{source}/{upstream}"
@@ -246,32 +440,37 @@ def fetch(name: str, root: str | os.PathLike | None = None, url: str | None = No
                 if gzip.decompress(data) != text:        # store the normalised text
                     data = gzip.compress(text, mtime=0)
                 (staging / filename).write_bytes(data)
-        if c.url is None:                                # the shipped notices come along
-            for extra in sorted(Path(source).iterdir()):
-                if extra.name not in c.sha256:
-                    shutil.copyfile(extra, staging / extra.name)
-        else:
-            (staging / "_about.txt").write_text(_about(c, source), encoding="utf-8")
-        for path in staging.iterdir():
-            path.chmod(0o644)
-        staging.chmod(0o755)
-        try:
-            staging.rename(folder)
-        except OSError:
-            if not (folder.is_dir() and not verify(name, folder)):  # another process won
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+            if c.url is None:                            # the shipped notices come along
+                for extra in sorted(Path(source).iterdir()):
+                    if extra.name not in c.sha256:
+                        shutil.copyfile(extra, staging / extra.name)
+            else:
+                (staging / "_about.txt").write_text(_about(c, source), encoding="utf-8")
+            for path in staging.iterdir():
+                path.chmod(0o644)
+    except FileExistsError:               # another process (a torchrun rank) was first
+        return _checked(name, folder)
     return folder
 
 
-def ensure(name: str, root: str | os.PathLike | None = None) -> Path | None:
-    """The folder of corpus ``name`` under the data root, fetched first if it is one of
-    :data:`CORPORA` and not there yet; None for a name the project does not fetch."""
-    if name not in CORPORA:
-        return None
-    folder = data_dir(root) / name
-    if not folder.exists():
-        print(f"{name} is not in {data_dir(root)} yet: fetching it (once)", file=sys.stderr)
-        fetch(name, root)
+def _checked(name: str, folder: Path) -> Path:
+    """``folder``, when it holds corpus ``name``; else InputError names what differs."""
+    wrong = verify(name, folder)
+    if wrong:
+        raise InputError(f"{folder} exists but is not the project's {name}: "
+                         f"{', '.join(wrong)} missing or different; move the folder "
+                         f"away and fetch again")
     return folder
+
+
+def _remove_leftovers(root: Path, name: str) -> None:
+    """Remove what fetches of ``name`` that were killed left in ``root``: the writer's
+    temporaries no process holds, and the hidden folders of the naming used before the
+    fetch wrote through :mod:`transformer.output`, once an hour old (no lock tells
+    whether their writer still runs)."""
+    remove_leftovers(root, name)
+    for stale in root.glob(f".{name}.fetching-*"):
+        if time.time() - stale.stat().st_mtime > 3600:
+            shutil.rmtree(stale, ignore_errors=True)
+
+

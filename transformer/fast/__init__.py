@@ -12,7 +12,6 @@ proven equal to the plain form by tests/test_fast.py (outputs and gradients).
   prefix.
 * :func:`compile_layers`: ``torch.compile`` per layer, with dynamic shapes (one compilation
   for every batch shape); ``--compile``.
-* :mod:`.recording`: attention weights recorded for figures (a study tool, not a speed-up).
 
 :class:`FastTransformer` plugs them into the plain model; chapter 6 of the book measures
 each one.
@@ -23,9 +22,7 @@ from .kv_cache import KVCache
 from .loss import FastLabelSmoothingLoss, SequenceLoss, projected_smoothed_loss
 from .model import FastTransformer, compile_layers, fast_form, plain_form
 from .packing import Packing
-from .recording import AttentionRecorder, record_attention
 
 __all__ = ["FastTransformer", "compile_layers", "fast_form", "plain_form", "FastMultiHeadAttention",
            "FusedAttention", "Layout", "CheapDropout", "use_cheap_dropout", "KVCache",
-           "FastLabelSmoothingLoss", "SequenceLoss", "projected_smoothed_loss", "Packing",
-           "AttentionRecorder", "record_attention"]
+           "FastLabelSmoothingLoss", "SequenceLoss", "projected_smoothed_loss", "Packing"]

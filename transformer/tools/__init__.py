@@ -5,5 +5,7 @@
 * :mod:`.export`: ONNX graphs, tokenizer and manifest for the browser (chapter 9);
 * :mod:`.ablation`: Table 3's rows at CPU or GPU scale (chapter 11, ``ablate``);
 * :mod:`.interop`: the model as ``torch.nn.Transformer`` (a check of the plain form);
-* :mod:`.provenance`: where a measured figure comes from (commit, command, machine).
+* :mod:`.options`: the command line's options, generated from TrainConfig's fields;
+* :mod:`.interrupts`: Ctrl-C held back while a command writes what it counts;
+* :mod:`.host_memory`: the command line under jemalloc.
 """

@@ -22,20 +22,34 @@ calls.
 from __future__ import annotations
 
 import datetime
-import hashlib
 import json
+import multiprocessing
 import os
+import resource
 import sys
 import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
+
 from ..config import ModelConfig
 from ..decoding import PAPER_SEARCH
-from .provenance import git_commit
-from .provenance import provenance as machine_provenance
-from ..training.config import LossDiverged, TrainConfig, TrainingError
+from ..translation import translate
 from ..errors import InputError
+from ..evaluate import score
+from ..inference import resolve_device
+from ..model import Transformer
+from ..output import write_output
+from ..tokenizer import Tokenizer, same_vocabulary, vocabulary_fingerprint
+from ..training.config import LossDiverged, TrainConfig, TrainingError
+from ..training.loop import Trainer
+from ..training.precision import resolve_precision
+from ..training.prepare import load_split
+from ..training.vocabulary import train_tokenizer
+from ..provenance import git_commit
+from ..provenance import provenance as machine_provenance
 
 PAPER_SOURCE = ("Vaswani et al. 2017, Table 3: newstest2013 (dev), per-wordpiece perplexity, "
                 "BLEU with beam 4 and no checkpoint averaging, params x 10^6")
@@ -139,19 +153,19 @@ class Budget:
     """What every row of one table shares: updates, training settings, model overrides."""
 
     updates: int
-    train: str                      # the name of the shared settings in this module
+    train: dict                     # TrainConfig settings
     model: dict = field(default_factory=dict)
 
 
-BUDGETS = {"cpu": Budget(400, "TABLE_TRAIN"), "gpu": Budget(4000, "GPU_TRAIN"),
-           "smoke": Budget(3, "SMOKE_TRAIN", SMOKE_MODEL)}
+BUDGETS = {"cpu": Budget(400, TABLE_TRAIN), "gpu": Budget(4000, GPU_TRAIN),
+           "smoke": Budget(3, SMOKE_TRAIN, SMOKE_MODEL)}
 
 
 def budget_train(budget: str) -> dict:
     """The shared TrainConfig settings of the budget named ``budget``."""
     if budget not in BUDGETS:
         raise InputError(f"unknown budget {budget!r}; choose one of {', '.join(BUDGETS)}")
-    return dict(globals()[BUDGETS[budget].train])
+    return dict(BUDGETS[budget].train)
 
 
 def select_rows(spec: str) -> list[Row]:
@@ -212,8 +226,7 @@ class ResultsFile:
                                 f"move it away or use another --out folder") from None
 
     def write(self, data: dict) -> None:
-        from ..checkpoint import write_atomic
-        write_atomic(self.path, (json.dumps(data, indent=1) + "\n").encode())
+        write_output(self.path, json.dumps(data, indent=1) + "\n")
 
 
 def done(data: dict, row: Row, seed: int) -> bool:
@@ -226,9 +239,6 @@ def run_row(row: Row, cfg: TrainConfig, tokenizer, *, beam: int = PAPER_SEARCH.b
             bleu_sentences: int = 0) -> dict:
     """Train (or resume) ``row`` and score its last checkpoint on the valid split: dev
     perplexity, and sacreBLEU of beam search (as the paper: no checkpoint averaging)."""
-    from ..translation import translate
-    from ..evaluate import score
-    from ..training.loop import Trainer
     trainer = Trainer.from_config(cfg, tokenizer=tokenizer)
     entry = {"row": row.name, "group": row.group, "label": row.label, "seed": cfg.seed,
              "model": dict(row.model), "train": dict(row.train),
@@ -260,9 +270,6 @@ def run_row(row: Row, cfg: TrainConfig, tokenizer, *, beam: int = PAPER_SEARCH.b
 
 
 def _row_in_child(name: str, cfg: TrainConfig, spm: str, kwargs: dict) -> dict:
-    import resource
-    import torch
-    from ..tokenizer import Tokenizer
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     entry = run_row(ROW_BY_NAME[name], cfg, Tokenizer.load(spm), **kwargs)
@@ -275,17 +282,8 @@ def start_row_apart(row: Row, cfg: TrainConfig, spm: Path, **kwargs):
     row starts with the host memory of one run (a table of rows in one process grew
     until it was killed), and its peak resident memory is measured on its own
     (``peak_rss_mb``)."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
     pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
     return pool, pool.submit(_row_in_child, row.name, cfg, str(spm), kwargs)
-
-
-def run_row_apart(row: Row, cfg: TrainConfig, spm: Path, **kwargs) -> dict:
-    """:func:`run_row` in a fresh process (:func:`start_row_apart`), waited for."""
-    pool, future = start_row_apart(row, cfg, spm, **kwargs)
-    with pool:
-        return future.result()
 
 
 # -------------------------------------------------------------- the table
@@ -307,11 +305,6 @@ def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int | Non
     updates and the vocabulary (one ``spm.model`` for all rows, so perplexities compare)
     must match the file's.
     """
-    from concurrent.futures import FIRST_COMPLETED, wait
-    from ..inference import resolve_device
-    from ..training.precision import resolve_precision
-    from ..training.prepare import load_split
-    from ..training.vocabulary import train_tokenizer
     started = time.monotonic()
     budget_train(budget)                                   # a known budget
     if base_seeds < 1 or jobs < 1:
@@ -338,19 +331,18 @@ def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int | Non
                             f"({json.dumps(provenance.get('shared'))}); use another --out folder")
     spm = out / "spm.model"                   # one vocabulary for every row
     if not spm.exists():
-        tokenizer = train_tokenizer(load_split(probe, "train"), probe)
-        from ..checkpoint import write_atomic
-        write_atomic(spm, tokenizer.serialized())
-    spm_sha = hashlib.sha256(spm.read_bytes()).hexdigest()
-    if provenance.get("spm_sha256", spm_sha) != spm_sha:   # a copied file, a retrained BPE
+        write_output(spm, train_tokenizer(load_split(probe, "train"), probe).serialized())
+    vocabulary = vocabulary_fingerprint(spm.read_bytes())
+    # the table's vocabulary (a file of an older table holds it as spm_sha256)
+    recorded = provenance.pop("spm_sha256", None) or provenance.get("vocabulary", vocabulary)
+    if not same_vocabulary(recorded, vocabulary):           # a copied file, a retrained BPE
         raise TrainingError(f"{spm} is not the vocabulary of the rows in {results.path} "
-                            f"(SHA-256 {spm_sha[:12]}, the file's {provenance['spm_sha256'][:12]})"
-                            f": use another --out folder")
-    import torch
+                            f"({vocabulary[:19]}..., the file's {recorded[:19]}...): use "
+                            f"another --out folder")
     here = {k: v for k, v in machine_provenance(command, device).items()
             if k not in ("commit", "command", "date")}     # each row has its commit
     provenance.update({
-        "shared": shared, "budget": budget, "source": PAPER_SOURCE, "spm_sha256": spm_sha,
+        "shared": shared, "budget": budget, "source": PAPER_SOURCE, "vocabulary": vocabulary,
         "started": provenance.get("started") or _now(),
         "commands": list(dict.fromkeys([*provenance.get("commands", []),
                                         command or " ".join(sys.argv)])),
@@ -370,7 +362,7 @@ def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int | Non
             log(f"{row.name} seed {row_seed}: in {results.path} already")
             continue
         while len(running) >= jobs:
-            data, longest = _collect(running, wait, FIRST_COMPLETED, results, log, longest)
+            data, longest = _collect(running, results, log, longest)
         spent = time.monotonic() - started
         if time_budget_s and longest and spent + longest > time_budget_s:
             log(f"{row.name} seed {row_seed}: not started, {spent / 60:.1f} min spent and a "
@@ -383,13 +375,13 @@ def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int | Non
                                 bleu_sentences=bleu_sentences)] = (row, row_seed,
                                                                    time.monotonic())
     while running:
-        data, longest = _collect(running, wait, FIRST_COMPLETED, results, log, longest)
+        data, longest = _collect(running, results, log, longest)
     return results.read()
 
 
-def _collect(running: dict, wait, when, results: ResultsFile, log, longest: float):
+def _collect(running: dict, results: ResultsFile, log, longest: float):
     """Wait for one of the ``running`` rows to end; add its entry to the results file."""
-    finished, _ = wait([future for _, future in running], return_when=when)
+    finished, _ = wait([future for _, future in running], return_when=FIRST_COMPLETED)
     for key in [key for key in running if key[1] in finished]:
         (pool, future), (row, seed, began) = key, running.pop(key)
         pool.shutdown()
@@ -420,7 +412,6 @@ def format_entry(entry: dict) -> str:
 
 def parameters(row: Row, vocab_size: int = 8000) -> int:
     """The parameter count of ``row``'s model, without building a trainer."""
-    from ..model import Transformer
     return Transformer(ModelConfig.small(vocab_size=vocab_size, **row.model)).num_parameters()
 
 

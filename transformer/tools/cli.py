@@ -22,14 +22,11 @@ import dataclasses
 import errno
 import json
 import shlex
-import signal
 import sys
 import tempfile
 import textwrap
-import threading
 import time
 import traceback
-import typing
 import warnings
 from pathlib import Path
 
@@ -45,14 +42,18 @@ from ..errors import ISSUES, InputError, UserError
 from ..evaluate import format_score, score
 from ..inference import load_model, resolve_device
 from ..output import open_output
-from ..training.config import TrainConfig, TrainingError, flag, out_of_bounds
-from ..training.host_memory import exec_with_jemalloc
+from ..training.command import train_command  # noqa: F401  (chapter 7 imports it from here)
+from ..training.command import train_config
+from ..training.config import MAX_SEED, MIN_VOCABULARY, TrainConfig, TrainingError
 from ..training.loop import Trainer
 from ..training.prepared import DEFAULT_SAMPLE, PreparedCorpus, prepare_corpus
 from ..training.recipes import RECIPES, describe, recipe
 from .ablation import BUDGETS, GROUPS, run_table, select_rows
 from .export import export_checkpoint
-from .provenance import provenance, record_text, write_record
+from .host_memory import exec_with_jemalloc
+from .interrupts import CtrlCBetweenLines
+from .options import DescribedHelpFormatter, HelpFormatter, add_common, add_train_options, bounded
+from ..provenance import provenance, record_text
 
 DESCRIPTION = """\
 Train, run and score the Transformer of "Attention Is All You Need" (English-German).
@@ -75,87 +76,32 @@ Each command has --help.
 
 
 # -------------------- what the commands share
-class HelpFormatter(argparse.HelpFormatter):
-    """Appends ``(default: ...)`` to every option's help unless the help already says
-    its default, the option is required, or its default is ``None`` (then the help says
-    what happens without it)."""
-
-    def _get_help_string(self, action):
-        text = action.help or ""
-        if ("%(default)" in text or "default:" in text or action.required
-                or not action.option_strings or action.default in (None, argparse.SUPPRESS)):
-            return text
-        return f"{text} (default: %(default)s)"
-
-
-class _DescribedHelpFormatter(argparse.RawDescriptionHelpFormatter, HelpFormatter):
-    """:class:`HelpFormatter` that keeps the description's line breaks (the examples)."""
-
-
-def _bounded(kind, low=None, high=None):
-    """An argparse type: ``kind`` within ``low``..``high`` (the rule of TrainConfig's
-    bounds, :func:`~transformer.training.config.out_of_bounds`)."""
-
-    def parse(text):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {kind.__name__}, got {text!r}") from None
-        problem = out_of_bounds(value, low, high)
-        if problem:
-            raise argparse.ArgumentTypeError(problem)
-        return value
-    parse.__name__ = kind.__name__
-    return parse
-
-
-def _search(kind, setting: str):
-    """An argparse type for a search setting (beam_size, alpha, max_extra), checked by
-    :func:`transformer.decoding.check_search`, as the Python API checks it."""
-    def parse(text):
-        try:
-            value = kind(text)
-            check_search(**{setting: value})
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(
-                str(exc) if "must" in str(exc) else f"expected {kind.__name__}, got {text!r}"
-            ) from None
-        return value
-    parse.__name__ = kind.__name__
-    return parse
+def _search(kind, setting: str, low: int):
+    """An argparse type for a search setting (beam_size, alpha, max_extra) of at least
+    ``low``, also checked by :func:`transformer.decoding.check_search`, as the Python API
+    checks it (the options' bounds test holds the two to the same values)."""
+    return bounded(kind, low, check=lambda value: check_search(**{setting: value}))
 
 
 def _add_search(p, beam_help: str = "beam size (1 = greedy)") -> None:
     """``--beam`` and ``--alpha``: the search settings of section 6.1."""
-    p.add_argument("--beam", type=_search(int, "beam_size"), default=PAPER_SEARCH.beam_size,
+    p.add_argument("--beam", type=_search(int, "beam_size", 1), default=PAPER_SEARCH.beam_size,
                    help=beam_help)
-    p.add_argument("--alpha", type=_search(float, "alpha"), default=PAPER_SEARCH.alpha,
+    p.add_argument("--alpha", type=_search(float, "alpha", 0), default=PAPER_SEARCH.alpha,
                    help="length penalty exponent (section 6.1)")
-
-
-def _add_common(p, *names: str, **defaults) -> None:
-    """The options the commands share with ``train`` (TrainConfig fields such as corpus,
-    direction, data_root, device, threads): one flag, type, choices, bounds and help text
-    for each, taken from the field; ``defaults`` replace a field's default."""
-    fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
-    for name in names:
-        f = fields[name]
-        meta = f.metadata
-        kw = dict(dest=name, default=defaults.get(name, f.default),
-                  help=meta["help"].replace("%", "%%"))
-        if "choices" in meta:
-            kw["choices"] = meta["choices"]
-        if isinstance(f.default, (int, float)) and not isinstance(f.default, bool):
-            kw["type"] = _bounded(type(f.default), meta.get("min"), meta.get("max"))
-        p.add_argument(flag(f), **kw)
 
 
 def _decode_args(p):
     p.add_argument("checkpoint", help="a checkpoint file (e.g. run/average.pt)")
     _add_search(p)
-    p.add_argument("--max-extra", type=_search(int, "max_extra"), default=PAPER_SEARCH.max_extra,
+    p.add_argument("--max-extra", type=_search(int, "max_extra", 0), default=PAPER_SEARCH.max_extra,
                    help="output length limit: source length + this")
-    _add_common(p, "device", "threads")
+    p.add_argument("--tokenizer", default=None,
+                   help="the vocabulary (spm.model) of a checkpoint that carries neither its "
+                        "tokenizer nor its fingerprint (written by an older version): you "
+                        "vouch that it is the one the model was trained with (default: the "
+                        "checkpoint's own, else the spm.model of its run folder)")
+    add_common(p, "device", "threads")
 
 
 def _load(args):
@@ -163,7 +109,7 @@ def _load(args):
     device = resolve_device(args.device)
     if args.threads:
         torch.set_num_threads(args.threads)
-    return load_model(args.checkpoint, device)
+    return load_model(args.checkpoint, device, tokenizer=args.tokenizer)
 
 
 class Interrupted(Exception):
@@ -189,7 +135,7 @@ def add_fetch(sub):
                                    "never replaced.")
     p.add_argument("corpora", nargs="+", choices=sorted(CORPORA), metavar="CORPUS",
                    help=f"one or more of: {', '.join(sorted(CORPORA))}")
-    _add_common(p, "data_root")
+    add_common(p, "data_root")
     p.add_argument("--url", help="a mirror of a downloaded corpus (default: its source, or "
                                  "$TRANSFORMER_MULTI30K_URL for Multi30k)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -206,35 +152,10 @@ def cmd_fetch(args):
 
 
 # -------------------- train
-def _override(text: str) -> tuple[str, object]:
-    if "=" not in text:
-        raise argparse.ArgumentTypeError(f"expected FIELD=VALUE, got {text!r}")
-    key, value = text.split("=", 1)
-    try:
-        return key, json.loads(value)
-    except json.JSONDecodeError:
-        return key, value
-
-
-class _Overrides(argparse.Action):
-    """``--model FIELD=VALUE``, repeatable, collected into a dict."""
-
-    def __call__(self, parser, namespace, value, option_string=None):
-        setattr(namespace, self.dest,
-                {**(getattr(namespace, self.dest, None) or {}), value[0]: value[1]})
-
-
-def _train_fields():
-    hints = typing.get_type_hints(TrainConfig)
-    return TrainConfig, [(f, hints[f.name]) for f in dataclasses.fields(TrainConfig)]
-
-
 def add_train(sub):
-    TrainConfig, fields = _train_fields()
-    defaults = TrainConfig()
     p = sub.add_parser(
         "train", help="train a model (resumes when --out holds a run)",
-        formatter_class=_DescribedHelpFormatter,
+        formatter_class=DescribedHelpFormatter,
         description=textwrap.fill(
             "Train an English-German Transformer (section 5). Running the same command "
             "again resumes from the newest complete checkpoint.", 88) + "\n\n" + textwrap.fill(
@@ -245,64 +166,15 @@ def add_train(sub):
     p.add_argument("--recipe", choices=list(RECIPES), default=None,
                    help="a named run to start from (listed above); the options given "
                         "override its fields (default: none, each field's default)")
-    for f, hint in fields:
-        meta, default = f.metadata, getattr(defaults, f.name)
-        kind = next((t for t in typing.get_args(hint) if t is not type(None)), hint)
-        text = meta["help"].replace("%", "%%")
-        if "default:" not in text and default is not None:
-            text += f" (default: {'none' if kind is dict else default})"
-        # SUPPRESS: an option not given is absent, so a recipe's value stays
-        kw = dict(dest=f.name, help=text, default=argparse.SUPPRESS)
-        if kind is bool:
-            kw.update(action=argparse.BooleanOptionalAction)
-        elif kind is dict:
-            kw.update(action=_Overrides, type=_override, metavar="FIELD=VALUE")
-        else:
-            kw.update(type=_bounded(kind, meta.get("min"), meta.get("max")))
-            if "choices" in meta:
-                kw["choices"] = meta["choices"]
-            else:
-                kw["metavar"] = (kind.__name__.upper() if kind in (int, float)
-                                 else flag(f)[2:].upper().replace("-", "_"))
-        p.add_argument(flag(f), **kw)
+    add_train_options(p)
     p.set_defaults(handler=cmd_train)
-
-
-def train_config(args):
-    """The TrainConfig of a parsed ``train`` command: ``--recipe``'s (or the defaults) with
-    the options given."""
-    TrainConfig, fields = _train_fields()
-    given = {f.name: getattr(args, f.name) for f, _ in fields if hasattr(args, f.name)}
-    return recipe(args.recipe, **given) if args.recipe else TrainConfig(**given)
-
-
-def train_command(cfg, out: str | None = None, recipe: str | None = None) -> list[str]:
-    """The ``python -m transformer train`` arguments that reproduce TrainConfig ``cfg``
-    (``--out`` is ``out`` when given): ``--recipe recipe`` and the fields that differ from
-    it, or without ``recipe`` the fields that differ from the defaults."""
-    TrainConfig, fields = _train_fields()
-    base = RECIPES[recipe] if recipe else TrainConfig()
-    args = ["python", "-m", "transformer", "train"] + (["--recipe", recipe] if recipe else [])
-    args += ["--out", str(out or cfg.out_dir)]
-    for f, _ in fields:
-        value, theirs = getattr(cfg, f.name), getattr(base, f.name)
-        if f.name == "out_dir" or value == theirs:
-            continue
-        name = flag(f)
-        if isinstance(value, bool):
-            args.append(name if value else "--no-" + name[2:])
-        elif isinstance(value, dict):
-            args += [a for k, v in value.items() if theirs.get(k, object()) != v
-                     for a in (name, f"{k}={json.dumps(v)}")]
-        elif value is not None:
-            args += [name, str(value)]
-    return args
 
 
 def cmd_train(args):
     """``train``: build the TrainConfig from the options, train (or resume), print the result."""
     cfg = train_config(args)
-    trainer = Trainer.from_config(cfg)
+    trainer = Trainer.from_config(cfg, recipe=args.recipe, command=shlex.join(
+        ["python", "-m", "transformer", *args.argv]))
     if trainer.dist.main:
         print(f"model: {trainer.model_cfg.extra.get('preset')} "
               f"{trainer.model.num_parameters():,} parameters, precision {trainer.precision}, "
@@ -325,12 +197,6 @@ def cmd_train(args):
                                 f"{trainer.last_checkpoint_text()}") from None
         raise
     if trainer.dist.main:
-        write_record(trainer.run.summary_file, {
-            "provenance": provenance(shlex.join(["python", "-m", "transformer", *args.argv]),
-                                     trainer.device),
-            "recipe": args.recipe, "train": dataclasses.asdict(cfg),
-            "model": trainer.model_cfg.to_dict(), "params": trainer.model.num_parameters(),
-            **result})
         print(json.dumps(result))
 
 
@@ -354,18 +220,18 @@ def add_prepare(sub):
     p.add_argument("--recipe", choices=list(RECIPES), default=None,
                    help="take --corpus, --vocab-size and --seed from this recipe (e.g. "
                         "base-wmt14); the options given override them (default: none)")
-    p.add_argument("--vocab-size", type=_bounded(int, 5), default=None,
+    p.add_argument("--vocab-size", type=bounded(int, MIN_VOCABULARY), default=None,
                    help=meta["vocab_size"] + " (default: the recipe's, else "
                         f"{TrainConfig().vocab_size}); train must use the same")
-    p.add_argument("--seed", type=_bounded(int, 0), default=None,
+    p.add_argument("--seed", type=bounded(int, 0, MAX_SEED), default=None,
                    help="seed of the BPE sample (default: the recipe's, else "
                         f"{TrainConfig().seed})")
-    p.add_argument("--sample", type=_bounded(int, 1), default=DEFAULT_SAMPLE,
+    p.add_argument("--sample", type=bounded(int, 1), default=DEFAULT_SAMPLE,
                    help="train the vocabulary on this many sentence pairs drawn at random "
                         "(all of them when the corpus has no more)")
-    p.add_argument("--workers", type=_bounded(int, 0), default=0,
+    p.add_argument("--workers", type=bounded(int, 0), default=0,
                    help="processes that encode (0: one per CPU, at most 8)")
-    _add_common(p, "data_root")
+    add_common(p, "data_root")
     p.set_defaults(handler=cmd_prepare)
 
 
@@ -418,47 +284,6 @@ def read_sentences(path: str | None) -> list[str]:
     return lines
 
 
-class _CtrlCBetweenLines:
-    """Ctrl-C held back while a finished translation is written and counted, and once all
-    are written, so the count a stopped ``translate`` reports is the lines in its output,
-    wherever the signal lands (it said 4 where the file held 5 when Ctrl-C came between
-    writing a line and counting it). Elsewhere, in the decoding, Ctrl-C stops at once.
-    Installed only in the main thread and where Ctrl-C raises KeyboardInterrupt (not where
-    it is ignored, as in a background job)."""
-
-    def __init__(self):
-        self.holding = self.pending = False
-        self.previous = None
-
-    def install(self) -> None:
-        if threading.current_thread() is threading.main_thread() and \
-                signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-            self.previous = signal.signal(signal.SIGINT, self._on_sigint)
-
-    def restore(self) -> None:
-        previous, self.previous = self.previous, None
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
-
-    def _on_sigint(self, signum, frame):
-        if self.holding:
-            self.pending = True
-        else:
-            raise KeyboardInterrupt
-
-    @contextlib.contextmanager
-    def held(self):
-        """A block Ctrl-C does not cut: a Ctrl-C within it is raised when it ends."""
-        self.holding = True
-        try:
-            yield
-        finally:
-            self.holding = False
-        if self.pending:
-            self.pending = False
-            raise KeyboardInterrupt
-
-
 def cmd_translate(args):
     """``translate``: decode each input line with beam search (section 6.1), writing each
     translation as soon as it and the ones before it are done (a blank line stays blank).
@@ -466,7 +291,7 @@ def cmd_translate(args):
     (:mod:`transformer.output`); on Ctrl-C the finished lines are put in place and the
     message says how many."""
     model, tokenizer = _load(args)
-    ctrl_c, sink, lines, written = _CtrlCBetweenLines(), None, None, 0
+    ctrl_c, sink, lines, written = CtrlCBetweenLines(), None, None, 0
     try:
         ctrl_c.install()
         # opened before reading and decoding: a path that cannot be written fails at once
@@ -503,9 +328,9 @@ def add_evaluate(sub):
     p = sub.add_parser("evaluate", help="sacrebleu BLEU and chrF on a corpus split",
                        formatter_class=HelpFormatter)
     _decode_args(p)
-    _add_common(p, "corpus", "direction", "data_root")
+    add_common(p, "corpus", "direction", "data_root")
     p.add_argument("--split", default="test", help="train, valid or test")
-    p.add_argument("--limit", type=_bounded(int, 0), default=0,
+    p.add_argument("--limit", type=bounded(int, 0), default=0,
                    help="score the first N sentences only (0: all)")
     p.add_argument("--hypotheses", help="write the translations to this file "
                                         "(default: not written)")
@@ -550,7 +375,7 @@ def add_average(sub):
     p = sub.add_parser("average", help="average checkpoints (section 6.1)",
                        formatter_class=HelpFormatter)
     p.add_argument("checkpoints", nargs="+", help="checkpoint files, or one checkpoints folder")
-    p.add_argument("--last", type=_bounded(int, 0), default=0,
+    p.add_argument("--last", type=bounded(int, 0), default=0,
                    help="only the last N (0: all)")
     p.add_argument("--out", required=True, help="the averaged checkpoint to write (required)")
     p.set_defaults(handler=cmd_average)
@@ -577,7 +402,9 @@ def add_export(sub):
                        formatter_class=HelpFormatter)
     p.add_argument("checkpoint", help="a checkpoint file (e.g. run/average.pt)")
     p.add_argument("--out", required=True, help="the folder to write (required)")
-    p.add_argument("--opset", type=_bounded(int, 14), default=17, help="ONNX opset version")
+    # 14: the first opset with Trilu (the causal mask); 20: the last the TorchScript
+    # exporter (dynamo=False, transformer/tools/export.py) writes
+    p.add_argument("--opset", type=bounded(int, 14, 20), default=17, help="ONNX opset version")
     p.add_argument("--weights", choices=["fp32", "fp16", "int8"], default="fp32",
                    help="how weights.bin stores the weight matrices (int8: one scale a row; "
                    "the graphs restore fp32 when loaded)")
@@ -611,24 +438,24 @@ def add_ablate(sub):
                    help="the shared settings: cpu (chapter 11's table, 400 updates of 2,048 "
                         "tokens), gpu (4,000 updates of 8,000 tokens), smoke (a rehearsal on "
                         "a tiny model)")
-    p.add_argument("--updates", type=_bounded(int, 1), default=None,
+    p.add_argument("--updates", type=bounded(int, 1), default=None,
                    help="updates per row, the same for every row (default: the budget's: "
                         + ", ".join(f"{k} {v.updates}" for k, v in BUDGETS.items()) + ")")
-    p.add_argument("--base-seeds", type=_bounded(int, 1), default=1,
+    p.add_argument("--base-seeds", type=bounded(int, 1), default=1,
                    help="the base row runs first at this many seeds (--seed, --seed + 1, ...)")
-    p.add_argument("--jobs", type=_bounded(int, 1), default=1,
+    p.add_argument("--jobs", type=bounded(int, 1), default=1,
                    help="rows trained at once, each in its own process (on a GPU a small "
                         "model leaves it mostly idle)")
-    p.add_argument("--time-budget-min", type=_bounded(float, 0.0), default=0.0,
+    p.add_argument("--time-budget-min", type=bounded(float, 0.0), default=0.0,
                    help="start no row that would end after this many minutes (judged by "
                         "the longest row so far); 0: no limit")
     p.add_argument("--out", default="runs/table3", help="the table's folder")
-    p.add_argument("--seed", type=_bounded(int, 0), default=1,
+    p.add_argument("--seed", type=bounded(int, 0, MAX_SEED), default=1,
                    help="seed of every row run by this command, the base's first (a second "
                         "seed gives error bars)")
-    _add_common(p, "corpus", "data_root", "device", "threads")
+    add_common(p, "corpus", "data_root", "device", "threads")
     _add_search(p, beam_help="beam size of dev BLEU")
-    p.add_argument("--bleu-sentences", type=_bounded(int, 0), default=0,
+    p.add_argument("--bleu-sentences", type=bounded(int, 0), default=0,
                    help="dev BLEU on the first N valid sentences (0: all)")
     p.set_defaults(handler=cmd_ablate)
 
@@ -655,8 +482,8 @@ def cmd_ablate(args):
 def add_demo(sub):
     p = sub.add_parser("demo", help="train a tiny model a few steps on Multi30k",
                        formatter_class=HelpFormatter)
-    p.add_argument("--steps", type=_bounded(int, 1), default=30, help="updates to train")
-    _add_common(p, "threads", threads=2)
+    p.add_argument("--steps", type=bounded(int, 1), default=30, help="updates to train")
+    add_common(p, "threads", threads=2)
     p.set_defaults(handler=cmd_demo)
 
 
@@ -687,7 +514,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The parser of ``python -m transformer``: one subcommand per entry of
     :data:`COMMANDS`, each with its handler as ``args.handler``."""
     parser = argparse.ArgumentParser(prog="python -m transformer", description=DESCRIPTION,
-                                     formatter_class=_DescribedHelpFormatter)
+                                     formatter_class=DescribedHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in COMMANDS:
         add(sub)
@@ -697,7 +524,7 @@ def build_parser() -> argparse.ArgumentParser:
 def run(argv=None):
     """``python -m transformer`` and the ``transformer`` console script, one entry point:
     the command line under jemalloc when it is installed (see
-    :mod:`transformer.training.host_memory`), warnings as one line each, as the errors are."""
+    :mod:`transformer.tools.host_memory`), warnings as one line each, as the errors are."""
     exec_with_jemalloc()
     warnings.formatwarning = lambda message, *args, **kwargs: f"warning: {message}\n"
     try:

@@ -41,7 +41,8 @@ import torch
 from torch import nn
 
 from ..decoding import PAPER_SEARCH
-from ..fast import plain_form, record_attention
+from ..fast import plain_form
+from ..recording import record_attention
 from ..model import Transformer
 from ..output import output_folder
 from ..tokenizer import Tokenizer

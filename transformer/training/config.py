@@ -10,20 +10,30 @@ Every field of :class:`TrainConfig` carries its metadata:
   it, e.g. ``max_updates`` (a run may be extended) or ``threads`` (float rounding). The
   book's cache key hashes the ``run`` and ``result`` fields; fields with neither say where
   things live (``out_dir``, ``data_root``) or how the run is shown (``progress``);
-* optional ``choices``, ``min``, ``max``: checked by :class:`TrainConfig` itself and by the
-  command line; ``flag``: the command-line name when it is not the field's name.
+* optional ``choices``, ``min``, ``max`` and ``below`` (a bound the value stays under):
+  checked by :class:`TrainConfig` itself and by the command line, whose ``--help`` states
+  them (:func:`bounds_text`); they are the values the code accepts, so a run never fails
+  on one after its folder was made. ``flag``: the command-line name when it is not the
+  field's name.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
 
 from ..config import PRESETS, ModelConfig
+from ..corpora import CorpusSpec
 from ..data import DIRECTIONS
 from ..errors import InputError, UserError
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+# The smallest vocabulary any text allows: SentencePiece's four special pieces, the word
+# boundary "▁" and one character.
+MIN_VOCABULARY = 6
+# The largest seed every generator a run seeds takes (SentencePiece's is 32-bit).
+MAX_SEED = 2**32 - 1
 
 
 class TrainingError(UserError, RuntimeError):
@@ -78,7 +88,7 @@ class TrainConfig:
         default_factory=dict, flag="model", run=True,
         help="override a ModelConfig field, FIELD=VALUE (repeatable), e.g. "
              "--model norm_position=pre --model n_heads=4")
-    vocab_size: int = setting(8000, run=True, min=5,
+    vocab_size: int = setting(8000, run=True, min=MIN_VOCABULARY,
                               help="size of the shared source-target BPE vocabulary (5.1; "
                                    "paper: 37000)")
     max_tokens: int = setting(4096, run=True, min=1,
@@ -112,9 +122,9 @@ class TrainConfig:
              "layers' matrices, Adam for the rest (not in the paper; make train-tiny)")
     lr_factor: float = setting(1.0, run=True, min=0,
                                help="multiplies the learning rate of eq. (3)")
-    label_smoothing: float = setting(0.1, run=True, min=0, max=1,
+    label_smoothing: float = setting(0.1, run=True, min=0, below=1,
                                      help="label smoothing epsilon_ls (5.4)")
-    seed: int = setting(1, run=True,
+    seed: int = setting(1, run=True, min=0, max=MAX_SEED,
                         help="seed of the initial weights, dropout and batch order")
     precision: str = setting(
         "auto", run=True, choices=PRECISIONS,
@@ -144,8 +154,9 @@ class TrainConfig:
                               help="write a checkpoint every this many updates")
     keep_last: int = setting(5, run=True, min=1,
                              help="checkpoints kept, averaged into average.pt at the end (6.1)")
-    max_len: int = setting(128, run=True, min=1,
-                           help="skip training pairs longer than this many tokens")
+    max_len: int = setting(128, run=True, min=2,
+                           help="skip training pairs longer than this many tokens, the "
+                                "end-of-sentence token counted (so a pair needs at least 2)")
     device: str = setting("auto", run=False, result=True,
                           help="auto (CUDA when available), cpu, cuda or cuda:N (under "
                                "torchrun, train gives each process its local GPU)")
@@ -162,6 +173,12 @@ class TrainConfig:
                              f"(--cooldown-end) go together, with cooldown <= cooldown_end; "
                              f"got {self.cooldown} and {self.cooldown_end}")
         self.model_config(self.vocab_size)          # a bad override fails now, not later
+        self.corpus_spec                            # and a malformed mixture
+
+    @property
+    def corpus_spec(self) -> CorpusSpec:
+        """What ``corpus`` names, with ``data_root`` folded in (one parse, one rule)."""
+        return CorpusSpec.parse(self.corpus, self.data_root)
 
     def model_config(self, vocab_size: int) -> ModelConfig:
         """The :class:`ModelConfig` of this run: the preset, the overrides, ``vocab_size``."""
@@ -179,26 +196,43 @@ def check_value(f: dataclasses.Field, value) -> None:
     where = f"TrainConfig.{f.name} ({flag(f)})"
     if value is None and f.default is None:          # an optional setting left unset
         return
-    choices, low, high = (f.metadata.get(k) for k in ("choices", "min", "max"))
+    choices = f.metadata.get("choices")
     if choices is not None and value not in choices:
         raise InputError(f"{where} must be one of {', '.join(choices)}, got {value!r}")
-    if low is not None or high is not None:
+    bounds = field_bounds(f)
+    if any(b is not None for b in bounds):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise InputError(f"{where} must be a number, got {value!r}")
-        problem = out_of_bounds(value, low, high)
+        problem = out_of_bounds(value, *bounds)
         if problem:
             raise InputError(f"{where} {problem}")
 
 
-def out_of_bounds(value, low=None, high=None) -> str | None:
-    """``must be >= LOW, got VALUE`` (or ``<= HIGH``) when ``value`` lies outside the
-    bounds, else None: the rule of a field's ``min``/``max``, for :func:`check_value` and
-    the command line's numeric options alike."""
+def field_bounds(f: dataclasses.Field) -> tuple:
+    """``(min, max, below)`` of field ``f`` (None where it has none)."""
+    return tuple(f.metadata.get(k) for k in ("min", "max", "below"))
+
+
+def out_of_bounds(value, low=None, high=None, below=None) -> str | None:
+    """``must be >= LOW, got VALUE`` (or ``<= HIGH``, ``< BELOW``, or a finite number)
+    when ``value`` breaks the bounds, else None: the rule of a field's ``min``, ``max``
+    and ``below``, for :func:`check_value` and the command line's numeric options alike."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"must be a finite number, got {value}"
     if low is not None and value < low:
         return f"must be >= {low}, got {value}"
     if high is not None and value > high:
         return f"must be <= {high}, got {value}"
+    if below is not None and value >= below:
+        return f"must be < {below}, got {value}"
     return None
+
+
+def bounds_text(low=None, high=None, below=None) -> str:
+    """The bounds as ``--help`` states them, e.g. ``range: >= 0, < 1`` (empty for none)."""
+    parts = [f"{sign} {bound}" for sign, bound in ((">=", low), ("<=", high), ("<", below))
+             if bound is not None]
+    return f"range: {', '.join(parts)}" if parts else ""
 
 
 def _settings(cfg: TrainConfig, keep) -> dict:

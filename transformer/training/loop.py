@@ -27,11 +27,11 @@ from pathlib import Path
 import torch
 
 from ..batching import BatchIterator
-from ..checkpoint import step_file, vocabulary_fingerprint
+from ..checkpoint import recorded_vocabulary, step_file
 from ..data import ParallelCorpus
 from ..fast import FastLabelSmoothingLoss, FastTransformer, SequenceLoss, compile_layers
 from ..schedule import SCHEDULES, with_cooldown
-from ..tokenizer import Tokenizer
+from ..tokenizer import Tokenizer, same_vocabulary
 from .config import LossDiverged, TrainConfig, TrainingError
 from .distributed import Distributed
 from .optimizers import make_optimizer
@@ -127,6 +127,7 @@ class Trainer:
         self.records: list[dict] = []    # what log() wrote, this process
         self.resumed_from: Path | None = None
         self.lock = None             # the run folder's lock (from_config), see close()
+        self.command = self.recipe = None    # what summary.json names (from_config)
         self.divergence = DivergenceWatch(self.model_cfg.tgt_vocab_size)
         self.loss_module = SequenceLoss(self.model, self.criterion)
         # the negative log-likelihood (no smoothing): validation's perplexity
@@ -145,14 +146,17 @@ class Trainer:
 
     # -------------------------------------------------------------- set-up
     @classmethod
-    def from_config(cls, cfg: TrainConfig, tokenizer: Tokenizer | None = None) -> "Trainer":
+    def from_config(cls, cfg: TrainConfig, tokenizer: Tokenizer | None = None, *,
+                    command: str | None = None, recipe: str | None = None) -> "Trainer":
         """Everything ``python -m transformer train`` does before the first update.
 
         Checks the settings against the run folder ``cfg.out_dir`` (if it holds a run),
         reads the corpus, trains the BPE vocabulary (or takes ``tokenizer``, or the run's),
         builds the iterators, the model (:class:`~transformer.fast.FastTransformer`) and the
         optimizer, writes the run folder (only now, when every check has passed) and
-        resumes from its newest complete checkpoint.
+        resumes from its newest complete checkpoint. ``command`` and ``recipe``: what
+        :meth:`fit`'s ``summary.json`` names as the run's command (default: the ``train``
+        command that reproduces ``cfg``) and recipe.
         """
         dist = Distributed(cfg.device)
         resolve_precision(cfg.precision, dist.device)
@@ -166,7 +170,7 @@ class Trainer:
             if lock is not None:
                 lock.close()
             raise
-        trainer.lock = lock
+        trainer.lock, trainer.command, trainer.recipe = lock, command, recipe
         return trainer
 
     @classmethod
@@ -208,15 +212,15 @@ class Trainer:
     def _check_own(self, path: Path, state: dict) -> None:
         from ..config import ModelConfig
         problem = None
+        recorded = recorded_vocabulary(path, state)
         try:
             theirs = ModelConfig.from_dict(state["model_config"]).to_dict()
         except (KeyError, TypeError, ValueError):
             theirs = None
         if theirs != self.model_cfg.to_dict():
             problem = "its model configuration differs"
-        elif self.tokenizer is not None and (
-                ("tokenizer" in state and bytes(state["tokenizer"]) != self.tokenizer.serialized())
-                or state.get("vocabulary") not in (None, vocabulary_fingerprint(self.tokenizer))):
+        elif self.tokenizer is not None and recorded is not None and \
+                not same_vocabulary(recorded, self.tokenizer):
             problem = "its vocabulary differs"
         elif not all(k in state for k in ("optimizer", "batches", "step", "rng")):
             problem = "it holds no training state"
@@ -242,7 +246,7 @@ class Trainer:
         }
         if self.tokenizer is not None:
             state["tokenizer"] = self.tokenizer.serialized()
-            state["vocabulary"] = vocabulary_fingerprint(self.tokenizer)
+            state["vocabulary"] = self.tokenizer.fingerprint
         if self.device.type == "cuda":
             state["rng"]["cuda"] = torch.cuda.get_rng_state()
         if self.scaler is not None:
@@ -451,9 +455,14 @@ class Trainer:
         self.log({"step": self.step, **final, "train_seconds": self.train_seconds,
                   "precision": self.precision, "final": True})
         self.average()
+        result = {"step": self.step, "train_seconds": self.train_seconds,
+                  "precision": self.precision, **final}
+        if self.run is not None and self.dist.main:
+            self.run.write_summary(self.cfg, result, model=self.model_cfg.to_dict(),
+                                   params=self.model.num_parameters(), device=self.device,
+                                   command=self.command, recipe=self.recipe)
         self.dist.barrier()
-        return {"step": self.step, "train_seconds": self.train_seconds,
-                "precision": self.precision, **final}
+        return result
 
     # ---------------------------------------------------------- evaluation
     @torch.no_grad()

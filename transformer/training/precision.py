@@ -17,16 +17,19 @@ import torch
 
 # The x86 instructions that multiply bf16 matrices natively (lscpu / torch spelling).
 BF16_INSTRUCTIONS = ("avx512_bf16", "amx_bf16")
+CPUINFO = Path("/proc/cpuinfo")
 
 
 def cpu_flags() -> set[str] | None:
     """The instruction-set flags of this CPU, lower case (``avx2``, ``avx512_bf16``, ...):
-    torch's own view (``torch.cpu.get_capabilities``), or on a torch too old to say the
-    ``flags`` line of /proc/cpuinfo; None when neither can be read."""
+    torch's own view (``torch.cpu.get_capabilities``, whose other entries, such as cache
+    sizes, are not flags), or on a torch too old to say the ``flags`` line of
+    :data:`CPUINFO`; None when neither can be read."""
     if hasattr(torch.cpu, "get_capabilities"):
-        return {name for name, present in torch.cpu.get_capabilities().items() if present}
+        return {name for name, present in torch.cpu.get_capabilities().items()
+                if present is True}
     try:
-        text = Path("/proc/cpuinfo").read_text()
+        text = CPUINFO.read_text()
     except OSError:
         return None
     return set(next((line.split(":", 1)[1] for line in text.splitlines()
@@ -39,8 +42,9 @@ def cpu_has_native_bf16() -> bool:
 
     Without them PyTorch multiplies bf16 matrices on a slow generic path, far slower than
     fp32 (the record ``book/results/bf16_without_instructions.json``, on the Results page:
-    a matrix product and an update of ``make train-tiny``, in bf16 and in fp32). When the flags cannot be read at all
-    (:func:`cpu_flags` is None) the answer is yes, as before the check existed.
+    a matrix product and an update of ``make train-tiny``, in bf16 and in fp32). When the
+    flags cannot be read at all (:func:`cpu_flags` is None) the answer is yes: a CPU that
+    cannot be asked is not taken for a slow one.
     """
     flags = cpu_flags()
     return True if flags is None else bool(set(BF16_INSTRUCTIONS) & flags)

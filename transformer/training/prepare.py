@@ -7,9 +7,9 @@ the model: it checks the settings against the run folder, reads the train and va
 splits (:func:`load_split`), trains the vocabulary (:func:`.vocabulary.train_tokenizer`) or takes the
 run's, builds the token-bucketed iterators (:func:`batch_iterators`) and only then, every
 check passed, writes the run folder. A corpus prepared on disk (a folder written by
-``python -m transformer prepare``, and ``wmt14``, prepared on first use) is memory-mapped
-instead, with its own vocabulary (:func:`prepared_folder`, :func:`from_prepared`; the
-format is :mod:`.prepared`'s).
+``python -m transformer prepare``, and a corpus of the hub such as ``wmt14``, prepared on
+first use) is memory-mapped instead, with its own vocabulary (:func:`prepared_folder`,
+:func:`from_prepared`; the format is :mod:`.prepared`'s).
 """
 from __future__ import annotations
 
@@ -21,11 +21,11 @@ from pathlib import Path
 import torch
 
 from ..batching import BatchIterator
-from ..data import ParallelCorpus, corpus_folder, load_corpus, mixture_parts, resolve_corpus
-from ..tokenizer import Tokenizer
+from ..data import CorpusStream, ParallelCorpus
+from ..tokenizer import Tokenizer, same_vocabulary
 from .config import TrainConfig, TrainingError
 from .distributed import Distributed
-from .prepared import PREPARED_SPLITS, PreparedCorpus, is_prepared, prepare_corpus, wmt14_folder
+from .prepared import PREPARED_SPLITS, PreparedCorpus, is_prepared, prepare_corpus
 from .run_folder import RunFolder
 from .vocabulary import train_tokenizer
 
@@ -33,10 +33,11 @@ from .vocabulary import train_tokenizer
 def load_split(cfg: TrainConfig, split: str) -> ParallelCorpus:
     """The ``split`` of ``cfg``'s corpus in ``cfg.direction``; an empty split raises
     :class:`TrainingError` naming its files."""
-    corpus = load_corpus(cfg.corpus, split, cfg.direction, cfg.data_root)
+    spec = cfg.corpus_spec
+    corpus = CorpusStream(spec, split).read(cfg.direction)
     if len(corpus) == 0:
-        where = ("wmt14" if cfg.corpus == "wmt14" else
-                 f"{corpus_folder(cfg.corpus, cfg.data_root)}/{split}.src and {split}.tgt")
+        where = " and ".join(f"{part.folder}/{split}.src and {split}.tgt"
+                             if part.hub is None else part.name for part in spec.parts)
         raise TrainingError(f"the {split} split is empty: {where} hold no sentence pairs")
     return corpus
 
@@ -86,7 +87,7 @@ def prepare(cfg: TrainConfig, dist: Distributed, run: RunFolder, identity: dict,
     train, valid = load_split(cfg, "train"), load_split(cfg, "valid")
     if resuming and run.tokenizer_file.exists():
         own = run.tokenizer()
-        if tokenizer is not None and tokenizer.serialized() != own.serialized():
+        if tokenizer is not None and not same_vocabulary(tokenizer, own):
             raise TrainingError(f"the tokenizer handed in is not {run.tokenizer_file}, "
                                 f"the vocabulary of the run in {run.path}")
         tokenizer = own
@@ -109,19 +110,21 @@ def prepare(cfg: TrainConfig, dist: Distributed, run: RunFolder, identity: dict,
 # --------------------------------------------------------------------------- a prepared corpus
 def prepared_folder(cfg, dist=None) -> Path | None:
     """The prepared folder that ``cfg``'s corpus trains from, or None for the in-memory
-    path: ``--corpus`` naming a prepared folder, or ``wmt14``, prepared here on first use
-    (:func:`wmt14_folder`; by rank 0, while the other ranks wait for its manifest)."""
-    if str(cfg.corpus) == "wmt14":
-        folder = wmt14_folder(cfg.vocab_size, cfg.seed, cfg.data_root)
+    path: ``--corpus`` naming a prepared folder, or a corpus of the hub (``wmt14``),
+    prepared here on first use (:meth:`~transformer.corpora.HubCorpus.prepared_folder`; by
+    rank 0, while the other ranks wait for its manifest)."""
+    spec = cfg.corpus_spec
+    if spec.hub is not None:
+        folder = spec.hub.prepared_folder(cfg.vocab_size, cfg.seed, cfg.data_root)
         if dist is None or dist.main:
             try:
                 prepare_corpus(cfg, folder)
             except (OSError, ValueError) as exc:
                 raise TrainingError(
-                    f"preparing wmt14 into {folder} failed: {exc}. Prepare it elsewhere with "
-                    f"`python -m transformer prepare --corpus wmt14 --vocab-size "
-                    f"{cfg.vocab_size} --seed {cfg.seed} --out DIR` and train with --corpus "
-                    f"DIR") from None
+                    f"preparing {spec.hub.name} into {folder} failed: {exc}. Prepare it "
+                    f"elsewhere with `python -m transformer prepare --corpus {spec.hub.name} "
+                    f"--vocab-size {cfg.vocab_size} --seed {cfg.seed} --out DIR` and train "
+                    f"with --corpus DIR") from None
         else:
             waited = 0.0
             while not is_prepared(folder):    # rank 0 may take longer than a barrier allows
@@ -131,10 +134,7 @@ def prepared_folder(cfg, dist=None) -> Path | None:
                 time.sleep(2.0)
                 waited += 2.0
         return folder
-    if mixture_parts(cfg.corpus, cfg.data_root) is not None:
-        return None
-    folder = Path(resolve_corpus(cfg.corpus, cfg.data_root))
-    return folder if is_prepared(folder) else None
+    return spec.folder if spec.folder is not None and is_prepared(spec.folder) else None
 
 
 def from_prepared(folder: Path, cfg, dist, run, identity: dict,
@@ -148,10 +148,10 @@ def from_prepared(folder: Path, cfg, dist, run, identity: dict,
         raise TrainingError(f"{folder} was prepared with a vocabulary of {own.vocab_size} "
                             f"pieces but --vocab-size is {cfg.vocab_size}")
     resuming = run.exists() and run.tokenizer_file.exists()
-    if resuming and run.tokenizer().serialized() != own.serialized():
+    if resuming and not same_vocabulary(run.tokenizer(), own):
         raise TrainingError(f"{run.tokenizer_file} is not {folder / 'spm.model'}, the "
                             f"vocabulary the prepared corpus was encoded with")
-    if tokenizer is not None and tokenizer.serialized() != own.serialized():
+    if tokenizer is not None and not same_vocabulary(tokenizer, own):
         raise TrainingError(f"the tokenizer handed in is not {folder / 'spm.model'}, the "
                             f"vocabulary the prepared corpus was encoded with")
     for split in PREPARED_SPLITS:

@@ -7,7 +7,8 @@ sentences. ``python -m transformer prepare`` (:func:`prepare_corpus`) instead re
 corpus in pieces (:class:`~transformer.data.CorpusStream`), trains the vocabulary on a
 random sample of pairs, encodes every pair in worker processes and writes::
 
-    folder/prepared.json            manifest: format, corpus, settings, counts, hashes
+    folder/prepared.json            manifest: format, corpus, settings, counts, hashes, the
+                                    vocabulary's fingerprint
     folder/spm.model                the shared BPE vocabulary
     folder/{split}.{en,de}.ids      each sentence's token ids, one after another (uint16
                                     when the vocabulary has at most 65,536 pieces, else int32)
@@ -24,8 +25,9 @@ same batcher as for ids in memory, reads each batch's ids when it makes the batc
 
 The trainer (:func:`~transformer.training.prepare.prepare`, with
 :func:`~transformer.training.prepare.from_prepared`) trains from a prepared folder
-when ``--corpus`` names one, and prepares ``--corpus wmt14`` itself, once, on rank 0, into
-``data_dir()/wmt14-prepared-v{vocab_size}-s{seed}`` (the other ranks wait for it).
+when ``--corpus`` names one, and prepares a corpus of the hub (``--corpus wmt14``) itself,
+once, on rank 0, into the folder its registry entry names
+(:meth:`~transformer.corpora.HubCorpus.prepared_folder`; the other ranks wait for it).
 """
 from __future__ import annotations
 
@@ -44,9 +46,9 @@ import torch
 
 from ..batching import BatchIterator
 from ..config import BOS_ID, EOS_ID, PAD_ID
-from ..data import CorpusStream, ParallelCorpus, data_dir, mixture_parts, resolve_corpus
+from ..data import CorpusStream, ParallelCorpus
 from ..output import output_folder
-from ..tokenizer import Tokenizer
+from ..tokenizer import Tokenizer, same_vocabulary
 from .vocabulary import train_tokenizer
 from ..errors import InputError
 
@@ -63,17 +65,28 @@ def is_prepared(folder: str | os.PathLike) -> bool:
     return (Path(folder) / MANIFEST).is_file()
 
 
-def wmt14_folder(vocab_size: int, seed: int, root: str | os.PathLike | None = None) -> Path:
-    """Where the trainer prepares ``--corpus wmt14`` for a vocabulary size and seed."""
-    return data_dir(root) / f"wmt14-prepared-v{vocab_size}-s{seed}"
-
-
 def _settings(cfg, sample: int, tokenizer: Tokenizer | None) -> dict:
     """What a prepared folder is made from: reused only when these are equal."""
-    return {"corpus": resolve_corpus(cfg.corpus, cfg.data_root), "vocab_size": cfg.vocab_size,
+    return {"corpus": cfg.corpus_spec.resolved(), "vocab_size": cfg.vocab_size,
             "seed": cfg.seed, "sample": sample,
-            "tokenizer": "trained" if tokenizer is None else
-            hashlib.sha256(tokenizer.serialized()).hexdigest()}
+            "tokenizer": "trained" if tokenizer is None else tokenizer.fingerprint}
+
+
+def _recorded_is(recorded, vocabulary) -> bool:
+    """Whether ``recorded`` (a manifest's entry) is the fingerprint of ``vocabulary``, in
+    either spelling (a folder prepared before the fingerprint had its prefix holds the
+    bare hex); anything else is not."""
+    try:
+        return isinstance(recorded, str) and same_vocabulary(recorded, vocabulary)
+    except ValueError:
+        return False
+
+
+def _same_setting(key: str, theirs, ours) -> bool:
+    """Whether a stored setting equals ours; the vocabulary by its fingerprint."""
+    if key == "tokenizer" and ours != "trained":
+        return _recorded_is(theirs, ours)
+    return theirs == ours
 
 
 # --------------------------------------------------------------------------- writing
@@ -199,7 +212,7 @@ def _write_split(stream, split: str, folder: Path, encoder: _Encoder) -> dict:
 
 def prepare_corpus(cfg, out: str | os.PathLike, sample: int = DEFAULT_SAMPLE,
                    workers: int = 0, tokenizer: Tokenizer | None = None, log=print) -> Path:
-    """Prepare corpus ``cfg.corpus`` (a folder, a mixture or ``"wmt14"``; ``cfg`` is a
+    """Prepare corpus ``cfg.corpus`` (a folder, a mixture or a corpus of the hub; ``cfg`` is a
     :class:`~transformer.training.config.TrainConfig`, whose ``vocab_size``, ``seed`` and
     ``data_root`` are used) into the folder ``out`` (see the module docstring).
 
@@ -211,8 +224,8 @@ def prepare_corpus(cfg, out: str | os.PathLike, sample: int = DEFAULT_SAMPLE,
     """
     if sample < 1:
         raise InputError(f"--sample must be >= 1 pair, got {sample}")
-    if mixture_parts(cfg.corpus, cfg.data_root) is None and str(cfg.corpus) != "wmt14" and \
-            is_prepared(resolve_corpus(cfg.corpus, cfg.data_root)):
+    spec = cfg.corpus_spec
+    if spec.folder is not None and is_prepared(spec.folder):
         raise InputError(f"--corpus {cfg.corpus} is a prepared corpus already; prepare the "
                          f"corpus it was made from")
     out = Path(out).expanduser()
@@ -220,7 +233,7 @@ def prepare_corpus(cfg, out: str | os.PathLike, sample: int = DEFAULT_SAMPLE,
     if is_prepared(out):
         theirs = PreparedCorpus(out).manifest["settings"]
         differ = [f"{k}: {theirs.get(k)!r} there, {v!r} here" for k, v in settings.items()
-                  if theirs.get(k) != v]
+                  if not _same_setting(k, theirs.get(k), v)]
         if differ:
             raise InputError(f"{out} holds a corpus prepared with other settings ("
                              f"{'; '.join(differ)}): remove it or choose another folder")
@@ -233,7 +246,7 @@ def prepare_corpus(cfg, out: str | os.PathLike, sample: int = DEFAULT_SAMPLE,
     # a temporary folder beside out, renamed to it when complete; one that a killed run
     # left is removed (transformer/output.py)
     with output_folder(out) as scratch:
-        train = CorpusStream(cfg.corpus, "train", cfg.data_root)
+        train = CorpusStream(spec, "train")
         if tokenizer is None:
             pairs, n, digest = _sample_pairs(train, sample, cfg.seed)
             log(f"read {n:,} training pairs of {cfg.corpus} in "
@@ -253,7 +266,7 @@ def prepare_corpus(cfg, out: str | os.PathLike, sample: int = DEFAULT_SAMPLE,
         try:
             splits = {"train": _write_split(train, "train", scratch, encoder)}
             splits["train"]["dropped_empty"] = train.dropped_empty
-            valid = CorpusStream(cfg.corpus, "valid", cfg.data_root)
+            valid = CorpusStream(spec, "valid")
             text = list(valid)                    # a few thousand pairs: kept as text too
             splits["valid"] = _write_split(text, "valid", scratch, encoder)
             splits["valid"]["dropped_empty"] = valid.dropped_empty
@@ -267,7 +280,7 @@ def prepare_corpus(cfg, out: str | os.PathLike, sample: int = DEFAULT_SAMPLE,
             ensure_ascii=False), encoding="utf-8")
         manifest = {"format": FORMAT, "version": VERSION, "settings": settings,
                     "dtype": dtype, "vocab_size": tokenizer.vocab_size,
-                    "tokenizer_sha256": hashlib.sha256(tokenizer.serialized()).hexdigest(),
+                    "vocabulary": tokenizer.fingerprint,
                     "bpe_pairs": bpe_pairs, "splits": splits,
                     "seconds": round(time.perf_counter() - start, 1)}
         (scratch / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
@@ -353,9 +366,10 @@ class PreparedCorpus:
         path = self.folder / "spm.model"
         if not path.is_file():
             raise FileNotFoundError(f"{path} is missing: the prepared corpus is incomplete")
-        if hashlib.sha256(path.read_bytes()).hexdigest() != self.manifest.get("tokenizer_sha256"):
+        recorded = self.manifest.get("vocabulary", self.manifest.get("tokenizer_sha256"))
+        if not _recorded_is(recorded, path.read_bytes()):
             raise InputError(f"{path} is not the vocabulary the ids in {self.folder} were "
-                             f"encoded with (its sha256 differs from {MANIFEST}'s)")
+                             f"encoded with (its fingerprint differs from {MANIFEST}'s)")
         tokenizer = Tokenizer.load(path)
         if tokenizer.vocab_size != self.vocab_size:
             raise InputError(f"{self.folder / MANIFEST}: vocab_size {self.vocab_size} but "

@@ -7,7 +7,9 @@
     run/checkpoints/       step_<update>.pt, the last ``keep_last`` kept
     run/metrics.jsonl      one JSON object per logged update / evaluation
     run/average.pt         mean of the last checkpoints (section 6.1, written at the end)
-    run/summary.json       the finished run's figures, settings and provenance (``train``)
+    run/summary.json       the finished run's figures, settings and provenance (written by
+                           :meth:`~transformer.training.loop.Trainer.fit`, from the command
+                           line and from Python alike)
     run/train.lock         held by the ``train`` that writes the run (:meth:`RunFolder.lock`)
 
 ``run.json`` is written last, once every check has passed: a folder without it holds no
@@ -18,18 +20,22 @@ the folder is moved.
 """
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import os
+import shlex
 import warnings
 from pathlib import Path
 from typing import Iterator
 
 from ..checkpoint import (CheckpointError, average_checkpoints, load_checkpoint,
-                          prune_checkpoints, save_checkpoint, step_checkpoints, step_file,
-                          write_atomic)
-from ..data import resolve_corpus
+                          prune_checkpoints, save_checkpoint, step_checkpoints, step_file)
+from ..corpora import CorpusSpec
+from ..output import write_output
+from ..provenance import provenance, write_record
 from ..tokenizer import Tokenizer
+from .command import train_command
 from .config import TrainConfig, TrainingError, run_settings
 
 
@@ -41,11 +47,11 @@ def run_identity(cfg: TrainConfig) -> dict:
 
 def _normalised(settings: dict, data_root: str | None = None) -> dict:
     settings = dict(settings)
-    settings.pop("out_dir", None)                   # written by earlier versions
+    settings.pop("out_dir", None)                   # a run.json may hold where it was
     root = settings.pop("data_root", data_root)
     corpus = settings.get("corpus")
     if isinstance(corpus, str):
-        settings["corpus"] = resolve_corpus(corpus, root)
+        settings["corpus"] = CorpusSpec.parse(corpus, root).resolved()
     return settings
 
 
@@ -125,8 +131,8 @@ class RunFolder:
     def create(self, identity: dict, tokenizer: Tokenizer) -> None:
         """Start a run: write the tokenizer, then ``run.json`` (last: it marks a run)."""
         self.path.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.tokenizer_file, tokenizer.serialized())
-        write_atomic(self.run_file, json.dumps({"train": identity}, indent=1).encode())
+        write_output(self.tokenizer_file, tokenizer.serialized())
+        write_output(self.run_file, json.dumps({"train": identity}, indent=1).encode())
 
     def tokenizer(self) -> Tokenizer:
         """The run's BPE vocabulary (``spm.model``). A damaged ``spm.model`` is rebuilt,
@@ -138,7 +144,7 @@ class RunFolder:
         for path, state in self.complete_checkpoints():
             if "tokenizer" in state:
                 tokenizer = Tokenizer.from_serialized(bytes(state["tokenizer"]))
-                write_atomic(self.tokenizer_file, tokenizer.serialized())
+                write_output(self.tokenizer_file, tokenizer.serialized())
                 warnings.warn(f"{self.tokenizer_file} was damaged; rebuilt it from the "
                               f"tokenizer inside {path}")
                 return tokenizer
@@ -146,6 +152,18 @@ class RunFolder:
                             f"rebuild it from: use another --out folder") from None
 
     # --------------------------------------------------------------- metrics
+    def write_summary(self, cfg: TrainConfig, result: dict, *, model: dict, params: int,
+                      device=None, command: str | None = None,
+                      recipe: str | None = None) -> Path:
+        """``summary.json`` of the finished run: ``result`` (the final figures), the
+        settings ``cfg`` (and the ``recipe`` they came from), the ``model`` configuration
+        and its ``params``, and the provenance, whose command is ``command`` (as typed) or
+        else the ``train`` command that reproduces ``cfg``."""
+        command = command or shlex.join(train_command(cfg, recipe=recipe))
+        return write_record(self.summary_file, {
+            "provenance": provenance(command, device), "recipe": recipe,
+            "train": dataclasses.asdict(cfg), "model": model, "params": params, **result})
+
     def log(self, record: dict) -> None:
         """Append one record to ``metrics.jsonl``."""
         self.path.mkdir(parents=True, exist_ok=True)
@@ -184,8 +202,8 @@ class RunFolder:
             return
         kept = [r for r in self.records() if r["step"] <= step and not r.get("final")]
         if self.metrics_file.exists():
-            write_atomic(self.metrics_file,
-                          "".join(json.dumps(r) + "\n" for r in kept).encode())
+            write_output(self.metrics_file,
+                         "".join(json.dumps(r) + "\n" for r in kept).encode())
 
     # ------------------------------------------------------------ checkpoints
     def checkpoints(self) -> list[Path]:

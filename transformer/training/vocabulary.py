@@ -4,6 +4,7 @@ cannot fill. Used by the in-memory path (:mod:`.prepare`), the prepared corpus
 (:mod:`.prepared`) and the Table 3 study."""
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 
@@ -20,12 +21,22 @@ def train_tokenizer(train: ParallelCorpus, cfg: TrainConfig) -> Tokenizer:
             tok = Tokenizer.train(list(train.src) + list(train.tgt), Path(scratch) / "spm.model",
                                   vocab_size=cfg.vocab_size, seed=cfg.seed)
         except RuntimeError as exc:
-            message = str(exc)
-            if "Vocabulary size too high" in message or "vocab_size" in message.lower():
-                limit = message.rsplit("<=", 1)[-1].strip(" .") if "<=" in message else "?"
-                raise TrainingError(f"--vocab-size {cfg.vocab_size} is too large for the "
-                                    f"training split of {cfg.corpus}: its text allows at most "
-                                    f"{limit} pieces") from None
-            raise TrainingError(f"training the BPE vocabulary on {cfg.corpus} failed: "
-                                f"{message.splitlines()[0][:300]}") from None
+            raise TrainingError(_refusal(str(exc), cfg)) from None
         return Tokenizer.from_serialized(tok.serialized())
+
+
+def _refusal(message: str, cfg: TrainConfig) -> str:
+    """One line for SentencePiece's refusal ``message`` of ``cfg.vocab_size``: too large
+    for the text (its limit), too small for its characters (the least it needs), else
+    SentencePiece's own first line."""
+    where = f"--vocab-size {cfg.vocab_size} is too %s for the training split of {cfg.corpus}"
+    high = re.search(r"Vocabulary size too high \((\d+)\)\. Please set it to a value <= (\d+)",
+                     message)
+    if high:
+        return f"{where % 'large'}: its text allows at most {high.group(2)} pieces"
+    low = re.search(r"smaller than required_chars\. (\d+) vs (\d+)", message)
+    if low:
+        return (f"{where % 'small'}: its characters and the 4 special pieces need at least "
+                f"{low.group(2)} pieces")
+    return (f"training the BPE vocabulary on {cfg.corpus} failed: "
+            f"{message.splitlines()[0][:300]}")

@@ -5,6 +5,8 @@ sub-layer's kernel (the plain :class:`~transformer.attention.ScaledDotProductAtt
 or the fast :class:`~transformer.fast.attention.FusedAttention`) for a
 :class:`RecordingAttention`, which computes equation (1) written out and keeps its
 weights; the kernels are put back afterwards. Outputs are unchanged (tests/test_fast.py).
+The export's graphs return these weights too (:mod:`transformer.tools.export`), for the
+page's heatmaps.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
+from .attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
 
 
 class AttentionRecorder:

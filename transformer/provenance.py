@@ -17,7 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..training.precision import BF16_INSTRUCTIONS
+from .output import write_output
+from .training.precision import BF16_INSTRUCTIONS
 
 __all__ = ["cpu_name", "git_commit", "provenance", "record_text", "this_command", "write_record"]
 
@@ -94,5 +95,4 @@ def record_text(record: dict) -> str:
 def write_record(path, record: dict) -> Path:
     """Write ``record`` as indented JSON at ``path`` (whole or not at all, by
     :mod:`transformer.output`); returns the path."""
-    from ..output import write_output
     return write_output(path, record_text(record))
