@@ -19,7 +19,18 @@ STAGE = "_moved_static"
 SCRIPT = "book/moved/moved_sections.js"
 
 # old page -> {old anchor: "new page#new anchor"}; pages are Sphinx page names.
-MOVED: dict[str, dict[str, str]] = {}
+MOVED: dict[str, dict[str, str]] = {
+    "book/01_introduction": {"try-this": "book/01_introduction#exercises"},
+    "book/02_data": {"try-this": "book/02_data#exercises"},
+    "book/03_attention": {
+        "the-explicit-path-and-the-fused-path-agree":
+            "book/hood_fast_form#the-explicit-path-and-the-fused-path-agree",
+        "try-this": "book/03_attention#exercises"},
+    "book/04_multi_head": {"try-this": "book/04_multi_head#exercises"},
+    "book/05_positional": {
+        "attention-does-not-see-order": "book/05_positional#why-attention-does-not-see-order",
+        "try-this": "book/05_positional#exercises"},
+}
 
 
 def _copy(srcdir: Path, static: Path) -> bool:
