@@ -1,0 +1,47 @@
+"""Under the hood B's table of the book recipe's departures from the paper is rendered from
+the package's DEPARTURES and the result records: one row per departure, each figure read
+from a record, and "no record" where none measures it (never a typed number)."""
+import json
+import shutil
+
+import pytest
+
+from transformer.training.recipes import DEPARTURES
+from transformer_book import results
+
+
+def first_column(table: str) -> list[str]:
+    return [line.split("|")[1].strip().strip("`") for line in table.splitlines()[2:]]
+
+
+@pytest.fixture
+def records(tmp_path, monkeypatch):
+    """A copy of the result records that the renderer reads instead of the committed ones."""
+    copy = tmp_path / "results"
+    shutil.copytree(results.RESULTS, copy)
+    monkeypatch.setattr(results, "RESULTS", copy)
+    return copy
+
+
+def test_one_row_per_departure_of_the_recipe_and_the_corpus():
+    assert first_column(results.book_departures()) == [*DEPARTURES["book"], "corpus"]
+    assert set(results.PAPER_SETTINGS) == {*DEPARTURES["book"], "corpus"}
+
+
+def test_a_figure_in_the_table_is_the_records(records):
+    path = records / "book_dropout.json"
+    record = json.loads(path.read_text())
+    chosen = next(x for x in record["runs"] if x.get("chosen"))
+    assert f"0.0: {chosen['valid_beam4']['multi30k-en-de']['bleu']} / " in results.book_departures()
+    chosen["valid_beam4"]["multi30k-en-de"]["bleu"] = 99.9
+    path.write_text(json.dumps(record))
+    row = next(line for line in results.book_departures().splitlines() if "`dropout`" in line)
+    assert "0.0: 99.9 / " in row and "(`book_dropout`)" in row
+
+
+def test_a_departure_without_a_record_says_so(records):
+    (records / "optimizer_speed.json").unlink()
+    rows = {line.split("|")[1].strip(): line for line in results.book_departures().splitlines()}
+    assert "no record measures it" in rows["`optimizer`"]
+    assert "no record measures it" in rows["`warmup`"]
+    assert "no record measures it" not in rows["`dropout`"]
