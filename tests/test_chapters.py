@@ -88,7 +88,7 @@ EXERCISE = re.compile(r"^\*\*Exercise (\d+)\*\*", re.M)
 ANSWER = re.compile(r"^:::\{admonition\} Answer\s*\n:class: dropdown\s*$", re.M)
 # Chapters whose exercises are still being written: strict xfail, removed once they pass.
 EXERCISES_NOT_YET: set[str] = {p.name for p in LEARNING_PATH} - {
-    "06_model.ipynb", "07_training.ipynb"}
+    "06_model.ipynb", "07_training.ipynb", "08_decoding.ipynb"}
 
 
 def exercises(nb: dict) -> list[tuple[int, bool]]:
