@@ -458,8 +458,8 @@ def thread_policy() -> str:
 
 
 def first_build_note():
-    """:func:`first_build` as Markdown for chapter 7, where it trains; a link where the
-    records are not installed (on Colab)."""
+    """:func:`first_build` as Markdown for Under the hood B, beside the cached run; a link
+    where the records are not installed (on Colab)."""
     from IPython.display import Markdown
     if not RESULTS.is_dir():
         return Markdown(f"[The Results page]({SITE}/book/appendix_results.html"
