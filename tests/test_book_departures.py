@@ -45,3 +45,20 @@ def test_a_departure_without_a_record_says_so(records):
     assert "no record measures it" in rows["`optimizer`"]
     assert "no record measures it" in rows["`warmup`"]
     assert "no record measures it" not in rows["`dropout`"]
+
+
+def test_chapter_7s_warm_up_table_is_the_table3_records(records):
+    ppl = results.norm_and_warmup()
+    rows = {r["row"]: r for r in json.loads((records / "table3.json").read_text())["rows"]
+            if r["seed"] == 1}
+    assert ppl[("post-norm (the paper)", "none")] == rows["norm-post-nowarmup"]["dev_ppl"]
+    assert ppl[("pre-norm", "warm-up")] == rows["norm-pre"]["dev_ppl"]
+    assert f"| {rows['norm-pre-nowarmup']['dev_ppl']:.1f} |" in results.norm_and_warmup_table().data
+
+
+def test_without_the_records_the_pages_link_to_the_book(monkeypatch, tmp_path):
+    """On Colab the records are not installed: no error, a link to the built page."""
+    monkeypatch.setattr(results, "RESULTS", tmp_path / "absent")
+    assert results.norm_and_warmup() is None
+    assert "07_training.html" in results.norm_and_warmup_table().data
+    assert "hood_recipe.html" in results.book_departures()

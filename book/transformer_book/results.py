@@ -242,11 +242,43 @@ def _departure_evidence(name: str) -> tuple[str, list[str]]:
     return "no record measures it", []
 
 
+# The Table 3 study's rows with the norm placed either way, with and without warm-up
+# (chapter 7, "Why warm up?"): (norm, warm-up) -> row of table3.json, seed 1.
+NORM_AND_WARMUP = {("post-norm (the paper)", "warm-up"): "base",
+                   ("post-norm (the paper)", "none"): "norm-post-nowarmup",
+                   ("pre-norm", "warm-up"): "norm-pre", ("pre-norm", "none"): "norm-pre-nowarmup"}
+
+
+def norm_and_warmup() -> dict | None:
+    """The study's validation perplexity for each (norm, warm-up) of
+    :data:`NORM_AND_WARMUP`; None where the records are not installed (on Colab)."""
+    if not _have("table3"):
+        return None
+    rows = {r["row"]: r for r in load("table3")["rows"] if r["seed"] == 1}
+    return {key: rows[row]["dev_ppl"] for key, row in NORM_AND_WARMUP.items()}
+
+
+def norm_and_warmup_table():
+    """:func:`norm_and_warmup` as a Markdown table for chapter 7; a link where the records
+    are not installed."""
+    from IPython.display import Markdown
+    ppl = norm_and_warmup()
+    if ppl is None:
+        return Markdown(f"[The book's page]({SITE}/book/07_training.html#ch7-why-warm-up) "
+                        "shows the table from the records, which are not installed here.")
+    norms = dict.fromkeys(norm for norm, _ in ppl)
+    return Markdown("| model | with warm-up | without |\n|---|---:|---:|\n" + "\n".join(
+        f"| {n} | {ppl[n, 'warm-up']:.1f} | {ppl[n, 'none']:.1f} |" for n in norms))
+
+
 def book_departures() -> str:
     """The book recipe's departures from the paper: for each, the paper's setting, the
     recipe's and why (``DEPARTURES["book"]``), and what the records say it buys; "no
     record" where none measures it."""
     from transformer.training.recipes import DEPARTURES, recipe
+    if not RESULTS.is_dir():
+        return (f"The result records are not installed here; [the book's page]"
+                f"({SITE}/book/hood_recipe.html) shows this table.")
     why = dict(DEPARTURES["book"], corpus="Multi30k's captions twice with Tatoeba's everyday "
                f"sentences (`{recipe('book').corpus}`), so that the model translates what "
                "readers type")
