@@ -10,8 +10,10 @@ from transformer.training.recipes import DEPARTURES
 from transformer_book import results
 
 
-def first_column(table: str) -> list[str]:
-    return [line.split("|")[1].strip().strip("`") for line in table.splitlines()[2:]]
+def table_rows(text: str) -> dict[str, str]:
+    """The rows of the Markdown table in ``text`` by their first cell."""
+    lines = [line for line in text.splitlines() if line.startswith("|")][2:]
+    return {line.split("|")[1].strip().strip("`"): line for line in lines}
 
 
 @pytest.fixture
@@ -24,7 +26,7 @@ def records(tmp_path, monkeypatch):
 
 
 def test_one_row_per_departure_of_the_recipe_and_the_corpus():
-    assert first_column(results.book_departures()) == [*DEPARTURES["book"], "corpus"]
+    assert list(table_rows(results.book_departures())) == [*DEPARTURES["book"], "corpus"]
     assert set(results.PAPER_SETTINGS) == {*DEPARTURES["book"], "corpus"}
 
 
@@ -32,19 +34,26 @@ def test_a_figure_in_the_table_is_the_records(records):
     path = records / "book_dropout.json"
     record = json.loads(path.read_text())
     chosen = next(x for x in record["runs"] if x.get("chosen"))
-    assert f"0.0: {chosen['valid_beam4']['multi30k-en-de']['bleu']} / " in results.book_departures()
+    assert f"none: {chosen['valid_beam4']['multi30k-en-de']['bleu']} / " in results.book_departures()
     chosen["valid_beam4"]["multi30k-en-de"]["bleu"] = 99.9
     path.write_text(json.dumps(record))
-    row = next(line for line in results.book_departures().splitlines() if "`dropout`" in line)
-    assert "0.0: 99.9 / " in row and "(`book_dropout`)" in row
+    row = table_rows(results.book_departures())["dropout"]
+    assert "none: 99.9 / " in row and "`book_dropout`" in results.book_departures()
 
 
 def test_a_departure_without_a_record_says_so(records):
     (records / "optimizer_speed.json").unlink()
-    rows = {line.split("|")[1].strip(): line for line in results.book_departures().splitlines()}
-    assert "no record measures it" in rows["`optimizer`"]
-    assert "no record measures it" in rows["`warmup`"]
-    assert "no record measures it" not in rows["`dropout`"]
+    rows = table_rows(results.book_departures())
+    assert rows["optimizer"].rstrip(" |").endswith("| no record")
+    assert rows["warmup"].rstrip(" |").endswith("| no record")
+    assert "no record" not in rows["dropout"]
+
+
+def test_the_books_settings_are_read_from_the_recipe(monkeypatch):
+    from transformer.training import recipes
+    changed = recipes.recipe("book", warmup=1234)
+    monkeypatch.setattr(recipes, "recipe", lambda name, **kw: changed)
+    assert "| 1,234 updates |" in table_rows(results.book_departures())["warmup"]
 
 
 def test_chapter_7s_warm_up_table_is_the_table3_records(records):

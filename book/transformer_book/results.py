@@ -178,16 +178,16 @@ def book_dropout() -> str:
 # each name of transformer.training.recipes.DEPARTURES["book"], and the corpus; a paper's
 # setting, quoted, not a measurement.
 PAPER_SETTINGS = {
-    "model": "the base model: 6 + 6 layers, d_model 512, d_ff 2048, 8 heads, post-norm",
-    "norm_position": "post-norm, LayerNorm(x + Sublayer(x))",
-    "dropout": "0.1 on every sub-layer's output and on the embeddings",
-    "optimizer": "Adam, beta_1 0.9, beta_2 0.98, epsilon 1e-9",
+    "model": "base: 6 + 6 layers, d_model 512",
+    "norm_position": "post-norm",
+    "dropout": "0.1",
+    "optimizer": "Adam",
     "warmup": "4,000 updates",
-    "schedule": "equation (3), with no end",
-    "vocab_size": "about 37,000 shared BPE pieces",
-    "update_tokens": "about 25,000 source and 25,000 target tokens",
-    "training_length": "100,000 updates, 12 hours on 8 P100 GPUs",
-    "corpus": "WMT 2014 English-German, about 4.5 million sentence pairs",
+    "schedule": "equation (3)",
+    "vocab_size": "about 37,000",
+    "update_tokens": "about 25,000 target tokens",
+    "training_length": "100,000 updates (12 h on 8 GPUs)",
+    "corpus": "WMT 2014, 4.5M pairs",
 }
 
 
@@ -195,51 +195,66 @@ def _have(*names: str) -> bool:
     return all((RESULTS / f"{n}.json").exists() for n in names)
 
 
+def _book_setting(name: str, cfg) -> str:
+    """The recipe ``cfg``'s value of the departure ``name``, read from its settings."""
+    from transformer.config import ModelConfig
+    from transformer.data import mixture_parts
+    model = ModelConfig.from_preset(cfg.preset, **cfg.model_overrides)
+    parts = mixture_parts(cfg.corpus) or [(cfg.corpus, 1)]
+    return {
+        "model": f"{cfg.preset}: {model.n_encoder_layers} + {model.n_decoder_layers} layers, "
+                 f"d_model {model.d_model}",
+        "norm_position": f"{model.norm_position}-norm",
+        "dropout": "none" if model.dropout == 0 else f"{model.dropout}",
+        "optimizer": "Muon + Adam" if cfg.optimizer == "muon" else cfg.optimizer,
+        "warmup": f"{cfg.warmup:,} updates",
+        "schedule": f"equation (3) × {cfg.lr_factor}" + (
+            f", cool-down over the last {cfg.cooldown:,}" if cfg.cooldown else ""),
+        "vocab_size": f"{cfg.vocab_size:,}",
+        "update_tokens": f"{cfg.update_tokens:,} target tokens",
+        "training_length": f"{cfg.max_updates:,} updates",
+        "corpus": " + ".join(Path(part).name + (f" ×{times}" if times > 1 else "")
+                             for part, times in parts),
+    }[name]
+
+
 def _departure_evidence(name: str) -> tuple[str, list[str]]:
-    """What the records say the departure ``name`` buys, and the records it reads; a
-    sentence saying so where no record measures it."""
-    bleu = lambda e: f"{e['bleu']}"                                   # noqa: E731
+    """What the records say the departure ``name`` buys, and the records it reads; "no
+    record" where none measures it."""
+    valid = lambda x: (f"{x['valid_beam4']['multi30k-en-de']['bleu']} / "           # noqa: E731
+                       f"{x['valid_beam4']['tatoeba-en-de']['bleu']}")
     if name == "model" and _have("tiny_recipe", "small_recipe"):
         t, s = load("tiny_recipe"), load("small_recipe")
         tb = next(v for k, v in t["test"].items() if k.startswith("beam"))
         sb = next(v for k, v in s["test"].items() if k.startswith("beam"))
-        return (f"in 30 minutes on Multi30k, {t['params'] / 1e6:.1f}M parameters and "
-                f"{t['updates']:,} updates: test BLEU {bleu(tb)}, against {bleu(sb)} for the "
-                f"small preset's {s['params'] / 1e6:.1f}M and {s['updates']:,} (their recipes "
-                f"also differ in optimizer and dropout)", ["tiny_recipe", "small_recipe"])
+        return (f"30 min on Multi30k: test BLEU {tb['bleu']}, the small preset {sb['bleu']} "
+                f"(other optimizer and dropout too)", ["tiny_recipe", "small_recipe"])
     if name == "norm_position" and _have("table3"):
         rows = {r["row"]: r for r in load("table3")["rows"] if r["seed"] == 1}
         pre, post = rows["norm-pre"], rows["base"]
-        return (f"after {pre['updates']} updates of the small preset: dev perplexity "
-                f"{pre['dev_ppl']:.1f} against post-norm's {post['dev_ppl']:.1f}, BLEU "
-                f"{pre['dev_bleu']:.1f} against {post['dev_bleu']:.1f}", ["table3"])
+        return (f"{pre['updates']} updates: dev perplexity {pre['dev_ppl']:.1f}, post-norm "
+                f"{post['dev_ppl']:.1f}", ["table3"])
     if name == "dropout" and _have("book_dropout"):
-        runs = [x for x in load("book_dropout")["runs"]
-                if x["seed"] == 1 and x["multi30k_repeats"] == 2]
-        cells = "; ".join(
-            f"{x['dropout']}: {x['valid_beam4']['multi30k-en-de']['bleu']} / "
-            f"{x['valid_beam4']['tatoeba-en-de']['bleu']}"
-            for x in sorted(runs, key=lambda x: x["dropout"]))
-        return f"valid BLEU, Multi30k / Tatoeba, by dropout: {cells}", ["book_dropout"]
+        runs = sorted((x for x in load("book_dropout")["runs"]
+                       if x["seed"] == 1 and x["multi30k_repeats"] == 2), key=lambda x: x["dropout"])
+        return ("valid BLEU, Multi30k / Tatoeba: " + "; ".join(
+            f"{x['dropout'] or 'none'}: {valid(x)}" for x in runs), ["book_dropout"])
     if name == "optimizer" and _have("optimizer_speed"):
         o = load("optimizer_speed")
-        return (f"no record compares Muon with Adam on this recipe's scores; an update costs "
-                f"{_x(o['muon_over_adam_median'])} an Adam update", ["optimizer_speed"])
+        return (f"no record of its scores; an update takes {_x(o['muon_over_adam_median'])} "
+                f"Adam's time", ["optimizer_speed"])
     if name == "training_length" and _have("book_build"):
         b = load("book_build")
-        return (f"{b['updates']:,} updates in {b['train_s'] / 60:.0f} minutes of a 2-core CPU "
-                f"({b['precision']})", ["book_build"])
+        return f"{b['train_s'] / 60:.0f} min on 2 CPU cores ({b['precision']})", ["book_build"]
     if name == "corpus" and _have("book_mixture", "book_model_before", "book_model"):
-        mix = load("book_mixture")
-        cells = "; ".join(f"×{x['multi30k_repeats']}: {x['valid_beam4']['multi30k-en-de']['bleu']}"
-                          f" / {x['valid_beam4']['tatoeba-en-de']['bleu']}" for x in mix["runs"])
+        runs = load("book_mixture")["runs"]
         before = load("book_model_before")["test"]["tatoeba-en-de"]["beam4"]
         now = load("book_model")["test"]["tatoeba-en-de"]["beam4"]
-        return (f"valid BLEU, Multi30k / Tatoeba, by Multi30k's repeats (with dropout 0.2): "
-                f"{cells}. On Tatoeba's test split a model trained on captions alone (the "
-                f"small preset, Adam) scored {bleu(before)}, the book's model {bleu(now)}",
-                ["book_mixture", "book_model_before", "book_model"])
-    return "no record measures it", []
+        return ("valid BLEU with dropout 0.2, Multi30k / Tatoeba: " + "; ".join(
+            f"×{x['multi30k_repeats']}: {valid(x)}" for x in runs)
+            + f"; Tatoeba test: {now['bleu']}, captions alone {before['bleu']}",
+            ["book_mixture", "book_model_before", "book_model"])
+    return "no record", []
 
 
 # The Table 3 study's rows with the norm placed either way, with and without warm-up
@@ -272,23 +287,21 @@ def norm_and_warmup_table():
 
 
 def book_departures() -> str:
-    """The book recipe's departures from the paper: for each, the paper's setting, the
-    recipe's and why (``DEPARTURES["book"]``), and what the records say it buys; "no
-    record" where none measures it."""
+    """The book recipe's departures from the paper as Markdown: for each name of
+    ``DEPARTURES["book"]`` and the corpus, the paper's setting, the recipe's (read from
+    it) and what the records say it buys ("no record" where none measures it), then the
+    records read; a link to the built page where the records are not installed."""
     from transformer.training.recipes import DEPARTURES, recipe
     if not RESULTS.is_dir():
         return (f"The result records are not installed here; [the book's page]"
                 f"({SITE}/book/hood_recipe.html) shows this table.")
-    why = dict(DEPARTURES["book"], corpus="Multi30k's captions twice with Tatoeba's everyday "
-               f"sentences (`{recipe('book').corpus}`), so that the model translates what "
-               "readers type")
-    rows = []
-    for name, reason in why.items():
+    cfg, rows, read = recipe("book"), [], []
+    for name in [*DEPARTURES["book"], "corpus"]:
         evidence, records = _departure_evidence(name)
-        source = f" ({', '.join(f'`{r}`' for r in records)})" if records else ""
-        rows.append([f"`{name}`", PAPER_SETTINGS[name], reason, evidence + source])
-    return _table(["setting", "the paper", "the book, and why", "what it buys here (records)"],
-                  rows)
+        rows.append([f"`{name}`", PAPER_SETTINGS[name], _book_setting(name, cfg), evidence])
+        read += [r for r in records if r not in read]
+    return (_table(["setting", "the paper", "the book", "what it buys here"], rows)
+            + "\n\nRecords read: " + ", ".join(f"`{r}`" for r in read) + ".")
 
 
 def _valid_table(first: str, runs: list[tuple[str, dict]]) -> str:
