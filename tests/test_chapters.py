@@ -89,7 +89,7 @@ ANSWER = re.compile(r"^:::\{admonition\} Answer\s*\n:class: dropdown\s*$", re.M)
 # Chapters whose exercises are still being written: strict xfail, removed once they pass.
 EXERCISES_NOT_YET: set[str] = {p.name for p in LEARNING_PATH} - {
     "01_introduction.ipynb", "02_data.ipynb", "03_attention.ipynb", "04_multi_head.ipynb",
-    "05_positional.ipynb"}
+    "05_positional.ipynb", "06_model.ipynb", "07_training.ipynb", "08_decoding.ipynb"}
 
 
 def exercises(nb: dict) -> list[tuple[int, bool]]:

@@ -91,6 +91,136 @@ def book_dropout() -> str:
          + (" (the recipe's)" if x.get("chosen") else ""), x) for x in r["runs"]])
 
 
+# The book recipe's departures from the paper (Under the hood B): what the paper does for
+# each name of transformer.training.recipes.DEPARTURES["book"], and the corpus; a paper's
+# setting, quoted, not a measurement.
+PAPER_SETTINGS = {
+    "model": "base: 6 + 6 layers, d_model 512",
+    "norm_position": "post-norm",
+    "dropout": "0.1",
+    "optimizer": "Adam",
+    "warmup": "4,000 updates",
+    "schedule": "equation (3)",
+    "vocab_size": "about 37,000",
+    "update_tokens": "about 25,000 target tokens",
+    "training_length": "100,000 updates (12 h on 8 GPUs)",
+    "corpus": "WMT 2014, 4.5M pairs",
+}
+
+
+def _have(*names: str) -> bool:
+    return all((RESULTS / f"{n}.json").exists() for n in names)
+
+
+def _book_setting(name: str, cfg) -> str:
+    """The recipe ``cfg``'s value of the departure ``name``, read from its settings."""
+    from transformer.config import ModelConfig
+    from transformer.data import mixture_parts
+    model = ModelConfig.from_preset(cfg.preset, **cfg.model_overrides)
+    parts = mixture_parts(cfg.corpus) or [(cfg.corpus, 1)]
+    return {
+        "model": f"{cfg.preset}: {model.n_encoder_layers} + {model.n_decoder_layers} layers, "
+                 f"d_model {model.d_model}",
+        "norm_position": f"{model.norm_position}-norm",
+        "dropout": "none" if model.dropout == 0 else f"{model.dropout}",
+        "optimizer": "Muon + Adam" if cfg.optimizer == "muon" else cfg.optimizer,
+        "warmup": f"{cfg.warmup:,} updates",
+        "schedule": f"equation (3) × {cfg.lr_factor}" + (
+            f", cool-down over the last {cfg.cooldown:,}" if cfg.cooldown else ""),
+        "vocab_size": f"{cfg.vocab_size:,}",
+        "update_tokens": f"{cfg.update_tokens:,} target tokens",
+        "training_length": f"{cfg.max_updates:,} updates",
+        "corpus": " + ".join(Path(part).name + (f" ×{times}" if times > 1 else "")
+                             for part, times in parts),
+    }[name]
+
+
+def _departure_evidence(name: str) -> tuple[str, list[str]]:
+    """What the records say the departure ``name`` buys, and the records it reads; "no
+    record" where none measures it."""
+    valid = lambda x: (f"{x['valid_beam4']['multi30k-en-de']['bleu']} / "           # noqa: E731
+                       f"{x['valid_beam4']['tatoeba-en-de']['bleu']}")
+    if name == "model" and _have("tiny_recipe", "small_recipe"):
+        t, s = load("tiny_recipe"), load("small_recipe")
+        tb = next(v for k, v in t["test"].items() if k.startswith("beam"))
+        sb = next(v for k, v in s["test"].items() if k.startswith("beam"))
+        return (f"30 min on Multi30k: test BLEU {tb['bleu']}, the small preset {sb['bleu']} "
+                f"(other optimizer and dropout too)", ["tiny_recipe", "small_recipe"])
+    if name == "norm_position" and _have("table3"):
+        rows = {r["row"]: r for r in load("table3")["rows"] if r["seed"] == 1}
+        pre, post = rows["norm-pre"], rows["base"]
+        return (f"{pre['updates']} updates: dev perplexity {pre['dev_ppl']:.1f}, post-norm "
+                f"{post['dev_ppl']:.1f}", ["table3"])
+    if name == "dropout" and _have("book_dropout"):
+        runs = sorted((x for x in load("book_dropout")["runs"]
+                       if x["seed"] == 1 and x["multi30k_repeats"] == 2), key=lambda x: x["dropout"])
+        return ("valid BLEU, Multi30k / Tatoeba: " + "; ".join(
+            f"{x['dropout'] or 'none'}: {valid(x)}" for x in runs), ["book_dropout"])
+    if name == "optimizer" and _have("optimizer_speed"):
+        o = load("optimizer_speed")
+        return (f"no record of its scores; an update takes {_x(o['muon_over_adam_median'])} "
+                f"Adam's time", ["optimizer_speed"])
+    if name == "training_length" and _have("book_build"):
+        b = load("book_build")
+        return f"{b['train_s'] / 60:.0f} min on 2 CPU cores ({b['precision']})", ["book_build"]
+    if name == "corpus" and _have("book_mixture", "book_model_before", "book_model"):
+        runs = load("book_mixture")["runs"]
+        before = load("book_model_before")["test"]["tatoeba-en-de"]["beam4"]
+        now = load("book_model")["test"]["tatoeba-en-de"]["beam4"]
+        return ("valid BLEU with dropout 0.2, Multi30k / Tatoeba: " + "; ".join(
+            f"×{x['multi30k_repeats']}: {valid(x)}" for x in runs)
+            + f"; Tatoeba test: {now['bleu']}, captions alone {before['bleu']}",
+            ["book_mixture", "book_model_before", "book_model"])
+    return "no record", []
+
+
+# The Table 3 study's rows with the norm placed either way, with and without warm-up
+# (chapter 7, "Why warm up?"): (norm, warm-up) -> row of table3.json, seed 1.
+NORM_AND_WARMUP = {("post-norm (the paper)", "warm-up"): "base",
+                   ("post-norm (the paper)", "none"): "norm-post-nowarmup",
+                   ("pre-norm", "warm-up"): "norm-pre", ("pre-norm", "none"): "norm-pre-nowarmup"}
+
+
+def norm_and_warmup() -> dict | None:
+    """The study's validation perplexity for each (norm, warm-up) of
+    :data:`NORM_AND_WARMUP`; None where the records are not installed (on Colab)."""
+    if not _have("table3"):
+        return None
+    rows = {r["row"]: r for r in load("table3")["rows"] if r["seed"] == 1}
+    return {key: rows[row]["dev_ppl"] for key, row in NORM_AND_WARMUP.items()}
+
+
+def norm_and_warmup_table():
+    """:func:`norm_and_warmup` as a Markdown table for chapter 7; a link where the records
+    are not installed."""
+    from IPython.display import Markdown
+    ppl = norm_and_warmup()
+    if ppl is None:
+        return Markdown(f"[The book's page]({SITE}/book/07_training.html#ch7-why-warm-up) "
+                        "shows the table from the records, which are not installed here.")
+    norms = dict.fromkeys(norm for norm, _ in ppl)
+    return Markdown("| model | with warm-up | without |\n|---|---:|---:|\n" + "\n".join(
+        f"| {n} | {ppl[n, 'warm-up']:.1f} | {ppl[n, 'none']:.1f} |" for n in norms))
+
+
+def book_departures() -> str:
+    """The book recipe's departures from the paper as Markdown: for each name of
+    ``DEPARTURES["book"]`` and the corpus, the paper's setting, the recipe's (read from
+    it) and what the records say it buys ("no record" where none measures it), then the
+    records read; a link to the built page where the records are not installed."""
+    from transformer.training.recipes import DEPARTURES, recipe
+    if not RESULTS.is_dir():
+        return (f"The result records are not installed here; [the book's page]"
+                f"({SITE}/book/hood_recipe.html) shows this table.")
+    cfg, rows, read = recipe("book"), [], []
+    for name in [*DEPARTURES["book"], "corpus"]:
+        evidence, records = _departure_evidence(name)
+        rows.append([f"`{name}`", PAPER_SETTINGS[name], _book_setting(name, cfg), evidence])
+        read += [r for r in records if r not in read]
+    return (_table(["setting", "the paper", "the book", "what it buys here"], rows)
+            + "\n\nRecords read: " + ", ".join(f"`{r}`" for r in read) + ".")
+
+
 def _valid_table(first: str, runs: list[tuple[str, dict]]) -> str:
     """One row per (label, run) with the run's ``valid_beam4`` BLEU / chrF2 on each corpus."""
     corpora = {"multi30k-en-de": "Multi30k", "tatoeba-en-de": "Tatoeba"}
@@ -290,8 +420,8 @@ def thread_policy() -> str:
 
 
 def first_build_note():
-    """:func:`first_build` as Markdown for chapter 7, where it trains; a link where the
-    records are not installed (on Colab)."""
+    """:func:`first_build` as Markdown for Under the hood B, beside the cached run; a link
+    where the records are not installed (on Colab)."""
     from IPython.display import Markdown
     if not records.RESULTS.is_dir():
         return Markdown(f"[The Results page]({SITE}/book/appendix_results.html"

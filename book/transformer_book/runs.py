@@ -122,6 +122,31 @@ def cached_run(cfg: TrainConfig) -> Path:
     return out
 
 
+def read_metrics(run: Path) -> tuple[list[dict], list[dict]]:
+    """A run's ``metrics.jsonl``: the records of logged updates (those with ``loss``) and
+    of validations (those with ``valid_loss``), each in the order the run wrote them."""
+    path = Path(run) / "metrics.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return ([r for r in records if "loss" in r], [r for r in records if "valid_loss" in r])
+
+
+def validation_trace(run: Path) -> dict[str, list]:
+    """Per validation of a run (its ``metrics.jsonl``): the update (``step``), the
+    label-smoothed loss the run trains (``valid_loss``), the unsmoothed negative
+    log-likelihood of the references (``valid_nll``) and its exponential, the perplexity of
+    the paper's Table 3 (``valid_ppl``), each per target token. A record without them
+    raises :class:`~transformer.errors.InputError` naming the file."""
+    from transformer.errors import InputError
+    _, evals = read_metrics(run)
+    keys = ("step", "valid_loss", "valid_nll", "valid_ppl")
+    for r in evals:
+        missing = [k for k in keys if k not in r]
+        if missing:
+            raise InputError(f"{Path(run) / 'metrics.jsonl'}: a validation at update "
+                             f"{r.get('step')} lacks {', '.join(missing)}")
+    return {k: [r[k] for r in evals] for k in keys}
+
+
 def book_run_config(quick: bool = False) -> TrainConfig:
     """The run chapters 7-9 train and explore: the recipe ``book``, or under
     ``BOOK_QUICK=1`` (for tests) the toy recipe ``quick`` (both in

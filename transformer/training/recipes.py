@@ -98,7 +98,7 @@ DEPARTURES: dict[str, dict[str, str]] = {
     "book": {
         "model": f"the tiny preset (Wu et al.'s Transformer-tiny for Multi30k), {CPU}",
         "norm_position": "pre-norm, which trains faster at a short budget (chapter 11)",
-        "dropout": "none: it scored best on both valid splits (chapter 7)",
+        "dropout": "none: it scored best on both valid splits (Under the hood B)",
         "optimizer": "Muon for the layers' matrices, the paper's Adam for the rest",
         "warmup": "1,000 updates, chosen on both valid splits",
         "schedule": "equation (3) times 1.789, with a linear cool-down over the last 800 "

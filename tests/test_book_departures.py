@@ -1,0 +1,73 @@
+"""Under the hood B's table of the book recipe's departures from the paper is rendered from
+the package's DEPARTURES and the result records: one row per departure, each figure read
+from a record, and "no record" where none measures it (never a typed number)."""
+import json
+import shutil
+
+import pytest
+
+from transformer.training.recipes import DEPARTURES
+from transformer_book import results
+
+
+def table_rows(text: str) -> dict[str, str]:
+    """The rows of the Markdown table in ``text`` by their first cell."""
+    lines = [line for line in text.splitlines() if line.startswith("|")][2:]
+    return {line.split("|")[1].strip().strip("`"): line for line in lines}
+
+
+@pytest.fixture
+def records(tmp_path, monkeypatch):
+    """A copy of the result records that the renderer reads instead of the committed ones."""
+    copy = tmp_path / "results"
+    shutil.copytree(results.RESULTS, copy)
+    monkeypatch.setattr(results, "RESULTS", copy)
+    return copy
+
+
+def test_one_row_per_departure_of_the_recipe_and_the_corpus():
+    assert list(table_rows(results.book_departures())) == [*DEPARTURES["book"], "corpus"]
+    assert set(results.PAPER_SETTINGS) == {*DEPARTURES["book"], "corpus"}
+
+
+def test_a_figure_in_the_table_is_the_records(records):
+    path = records / "book_dropout.json"
+    record = json.loads(path.read_text())
+    chosen = next(x for x in record["runs"] if x.get("chosen"))
+    assert f"none: {chosen['valid_beam4']['multi30k-en-de']['bleu']} / " in results.book_departures()
+    chosen["valid_beam4"]["multi30k-en-de"]["bleu"] = 99.9
+    path.write_text(json.dumps(record))
+    row = table_rows(results.book_departures())["dropout"]
+    assert "none: 99.9 / " in row and "`book_dropout`" in results.book_departures()
+
+
+def test_a_departure_without_a_record_says_so(records):
+    (records / "optimizer_speed.json").unlink()
+    rows = table_rows(results.book_departures())
+    assert rows["optimizer"].rstrip(" |").endswith("| no record")
+    assert rows["warmup"].rstrip(" |").endswith("| no record")
+    assert "no record" not in rows["dropout"]
+
+
+def test_the_books_settings_are_read_from_the_recipe(monkeypatch):
+    from transformer.training import recipes
+    changed = recipes.recipe("book", warmup=1234)
+    monkeypatch.setattr(recipes, "recipe", lambda name, **kw: changed)
+    assert "| 1,234 updates |" in table_rows(results.book_departures())["warmup"]
+
+
+def test_chapter_7s_warm_up_table_is_the_table3_records(records):
+    ppl = results.norm_and_warmup()
+    rows = {r["row"]: r for r in json.loads((records / "table3.json").read_text())["rows"]
+            if r["seed"] == 1}
+    assert ppl[("post-norm (the paper)", "none")] == rows["norm-post-nowarmup"]["dev_ppl"]
+    assert ppl[("pre-norm", "warm-up")] == rows["norm-pre"]["dev_ppl"]
+    assert f"| {rows['norm-pre-nowarmup']['dev_ppl']:.1f} |" in results.norm_and_warmup_table().data
+
+
+def test_without_the_records_the_pages_link_to_the_book(monkeypatch, tmp_path):
+    """On Colab the records are not installed: no error, a link to the built page."""
+    monkeypatch.setattr(results, "RESULTS", tmp_path / "absent")
+    assert results.norm_and_warmup() is None
+    assert "07_training.html" in results.norm_and_warmup_table().data
+    assert "hood_recipe.html" in results.book_departures()
