@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from . import records
-from .records import REPO, load, provenance_text
+from .records import REPO, RESULTS, load, provenance_text
 from .registry import BENCHMARKS, GROUPS, ratio as _x
 
 SITE = "https://attention-book.github.io/transformer"
