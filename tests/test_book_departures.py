@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from transformer.training.recipes import DEPARTURES
-from transformer_book import results
+from transformer_book import records as book_records, results
 
 
 def table_rows(text: str) -> dict[str, str]:
@@ -20,8 +20,8 @@ def table_rows(text: str) -> dict[str, str]:
 def records(tmp_path, monkeypatch):
     """A copy of the result records that the renderer reads instead of the committed ones."""
     copy = tmp_path / "results"
-    shutil.copytree(results.RESULTS, copy)
-    monkeypatch.setattr(results, "RESULTS", copy)
+    shutil.copytree(book_records.RESULTS, copy)
+    monkeypatch.setattr(book_records, "RESULTS", copy)
     return copy
 
 
@@ -67,7 +67,7 @@ def test_chapter_7s_warm_up_table_is_the_table3_records(records):
 
 def test_without_the_records_the_pages_link_to_the_book(monkeypatch, tmp_path):
     """On Colab the records are not installed: no error, a link to the built page."""
-    monkeypatch.setattr(results, "RESULTS", tmp_path / "absent")
+    monkeypatch.setattr(book_records, "RESULTS", tmp_path / "absent")
     assert results.norm_and_warmup() is None
     assert "07_training.html" in results.norm_and_warmup_table().data
     assert "hood_recipe.html" in results.book_departures()

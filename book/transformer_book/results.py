@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from . import records
-from .records import REPO, RESULTS, load, provenance_text
+from .records import REPO, load, provenance_text
 from .registry import BENCHMARKS, GROUPS, ratio as _x
 
 SITE = "https://attention-book.github.io/transformer"
@@ -109,15 +109,15 @@ PAPER_SETTINGS = {
 
 
 def _have(*names: str) -> bool:
-    return all((RESULTS / f"{n}.json").exists() for n in names)
+    return all((records.RESULTS / f"{n}.json").exists() for n in names)
 
 
 def _book_setting(name: str, cfg) -> str:
     """The recipe ``cfg``'s value of the departure ``name``, read from its settings."""
     from transformer.config import ModelConfig
-    from transformer.data import mixture_parts
+    from transformer.corpora import CorpusSpec
     model = ModelConfig.from_preset(cfg.preset, **cfg.model_overrides)
-    parts = mixture_parts(cfg.corpus) or [(cfg.corpus, 1)]
+    parts = [(part.name, part.times) for part in CorpusSpec.parse(cfg.corpus).parts]
     return {
         "model": f"{cfg.preset}: {model.n_encoder_layers} + {model.n_decoder_layers} layers, "
                  f"d_model {model.d_model}",
@@ -209,14 +209,14 @@ def book_departures() -> str:
     it) and what the records say it buys ("no record" where none measures it), then the
     records read; a link to the built page where the records are not installed."""
     from transformer.training.recipes import DEPARTURES, recipe
-    if not RESULTS.is_dir():
+    if not records.RESULTS.is_dir():
         return (f"The result records are not installed here; [the book's page]"
                 f"({SITE}/book/hood_recipe.html) shows this table.")
     cfg, rows, read = recipe("book"), [], []
     for name in [*DEPARTURES["book"], "corpus"]:
-        evidence, records = _departure_evidence(name)
+        evidence, names = _departure_evidence(name)
         rows.append([f"`{name}`", PAPER_SETTINGS[name], _book_setting(name, cfg), evidence])
-        read += [r for r in records if r not in read]
+        read += [r for r in names if r not in read]
     return (_table(["setting", "the paper", "the book", "what it buys here"], rows)
             + "\n\nRecords read: " + ", ".join(f"`{r}`" for r in read) + ".")
 
