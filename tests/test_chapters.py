@@ -127,3 +127,12 @@ def test_the_exercise_check_sees_a_missing_answer():
                     md("## Exercises\n\n**Exercise 1** Why?\n\n" + answer),
                     md("**Exercise 2** And this?\n\n**Exercise 3** Last.\n\n" + answer)]}
     assert exercises(nb) == [(1, True), (2, False), (3, True)]
+
+
+def test_answers_are_glued_through_the_books_helper():
+    """Colab has no myst-nb: a chapter glues its answers with transformer_book.answers.glue,
+    which prints them there, never with myst_nb's own."""
+    direct = [p.name for p in NOTEBOOKS
+              if any("myst_nb" in "".join(c["source"]) for c in json.loads(p.read_text())["cells"]
+                     if c["cell_type"] == "code")]
+    assert not direct, direct
