@@ -30,6 +30,17 @@ MOVED: dict[str, dict[str, str]] = {
     "book/05_positional": {
         "attention-does-not-see-order": "book/05_positional#why-attention-does-not-see-order",
         "try-this": "book/05_positional#exercises"},
+    "book/06_model": {
+        "the-fast-form-the-same-model-faster":
+            "book/hood_fast_form#a-the-fast-form-the-same-model-faster",
+        **{anchor: f"book/hood_fast_form#{anchor}" for anchor in (
+            "the-fused-attention-kernel", "padding-costs-no-work", "a-cheaper-dropout-mask",
+            "the-projection-fused-into-the-loss", "the-kv-cache")},
+        "try-this": "book/06_model#exercises"},
+    "book/07_training": {
+        "the-loss-inside-the-trainer": "book/hood_fast_form#the-projection-fused-into-the-loss",
+        "try-this": "book/07_training#exercises"},
+    "book/08_decoding": {"try-this": "book/08_decoding#exercises"},
 }
 
 
