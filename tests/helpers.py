@@ -1,6 +1,7 @@
-"""What several test files share: small corpora written to disk, the arguments of a toy
-training run, the command line run in process with its exit status and output, and the
-GPU scripts rehearsed on the CPU."""
+"""What several test files share: small corpora written to disk, the toy model and the toy
+training run (its settings, its command line and a trainer handed its parts), the command
+line run in process with its exit status and output, and the GPU scripts rehearsed on the
+CPU."""
 from __future__ import annotations
 
 import gzip
@@ -10,7 +11,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import torch
+
+from transformer.batching import BatchIterator
+from transformer.config import ModelConfig
+from transformer.fast import FastTransformer
 from transformer.tools import cli
+from transformer.training.command import train_command
+from transformer.training.config import TrainConfig
+from transformer.training.loop import Trainer
+from transformer.training.optimizers import make_optimizer
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 # The chapters a reader opens (each with its Colab install cell): the learning path's
@@ -49,15 +59,64 @@ def write_corpus(folder: Path, n_train=300, n_valid=20, seed=0) -> Path:
     return Path(folder)
 
 
-def train_args(corpus, out, updates=3, vocab=120, d_model=16):
-    """``train`` of a tiny model for a few updates on ``corpus`` (a toy run)."""
-    return ["train", "--corpus", str(corpus), "--out", str(out), "--vocab-size", str(vocab),
-            "--max-tokens", "400", "--update-tokens", "400", "--max-updates", str(updates),
-            "--save-every", "2", "--keep-last", "2", "--warmup", "10", "--precision", "fp32",
-            "--log-every", "1", "--eval-bleu-sentences", "0", "--no-progress",
-            "--model", f"d_model={d_model}", "--model", f"d_ff={2 * d_model}",
-            "--model", "n_heads=2", "--model", "n_encoder_layers=1",
-            "--model", "n_decoder_layers=1"]
+# --------------------------------------------------------------- the toy model and run
+# The one toy of the tests: the paper's model (post-norm, shared embeddings, dropout 0.1)
+# shrunk to run in milliseconds on a CPU: two layers a side, width 32, four heads. A test
+# that needs another size says so with an override.
+def toy_shape(d_model=32, heads=4, layers=2, **overrides) -> dict:
+    """The toy model's :class:`ModelConfig` fields: width ``d_model`` (``d_ff`` twice it),
+    ``heads`` heads, ``layers`` layers in each stack, then ``overrides``."""
+    return {"d_model": d_model, "n_heads": heads, "d_ff": 2 * d_model,
+            "n_encoder_layers": layers, "n_decoder_layers": layers, **overrides}
+
+
+def toy_config(vocab_size=60, **knobs) -> ModelConfig:
+    """The toy :class:`ModelConfig` (:func:`toy_shape`'s knobs and any field)."""
+    return ModelConfig(vocab_size=vocab_size, **toy_shape(**knobs))
+
+
+def toy_run(corpus, out, updates=3, vocab=120, d_model=32, heads=4, layers=2, model=None,
+            **settings) -> TrainConfig:
+    """The toy training run: the toy model (``d_model``, ``heads``, ``layers``, and
+    ``model``'s ModelConfig fields) on ``corpus`` into ``out``, ``updates`` updates of 400
+    tokens with a vocabulary of ``vocab`` pieces, fp32, a checkpoint every 2 updates (the
+    last 2 kept), no BLEU, no progress bar; ``settings``: any other TrainConfig field (a
+    field named there wins over the knob that sets it)."""
+    toy = dict(corpus=str(corpus), out_dir=str(out), vocab_size=vocab, max_updates=updates,
+               max_tokens=400, update_tokens=400, save_every=2, keep_last=2, warmup=10,
+               precision="fp32", log_every=1, eval_bleu_sentences=0, progress=False,
+               model_overrides=toy_shape(d_model, heads, layers, **(model or {})))
+    return TrainConfig(**{**toy, **settings})
+
+
+def train_args(corpus, out, **knobs) -> list[str]:
+    """The ``train`` command of :func:`toy_run` (``python -m transformer`` + these, or
+    ``cli.main(these)``), ``--corpus`` and ``--out`` first, both as given."""
+    args = train_command(toy_run(corpus, out, **knobs), out=str(out))[6:]
+    if "--corpus" in args:
+        del args[args.index("--corpus"):args.index("--corpus") + 2]
+    return ["train", "--corpus", str(corpus), "--out", str(out), *args]
+
+
+def toy_pairs(n=64, vocab_size=60, lengths=(3, 16), seed=0) -> tuple[list, list]:
+    """``n`` random token-id pairs (no special ids), each side ``lengths`` long (inclusive):
+    batches of many shapes."""
+    gen = torch.Generator().manual_seed(seed)
+    sizes = torch.randint(lengths[0], lengths[1] + 1, (n, 2), generator=gen).tolist()
+    src = [torch.randint(4, vocab_size, (s,), generator=gen).tolist() for s, _ in sizes]
+    tgt = [torch.randint(4, vocab_size, (t,), generator=gen).tolist() for _, t in sizes]
+    return src, tgt
+
+
+def toy_trainer(cfg: TrainConfig, model: ModelConfig | None = None, n_pairs=64, seed=0,
+                device="cpu") -> Trainer:
+    """A :class:`Trainer` handed its parts: the toy model (``model``, else
+    :func:`toy_config`) on ``device``, ``n_pairs`` :func:`toy_pairs`, batched by
+    ``cfg.max_tokens``; no run folder."""
+    net = FastTransformer(model or toy_config()).to(device)
+    batches = BatchIterator(*toy_pairs(n_pairs, net.cfg.vocab_size, seed=seed), cfg.max_tokens,
+                            seed=cfg.seed)
+    return Trainer(net, make_optimizer(net), batches, cfg=cfg)
 
 
 def run_cli(capsys, argv) -> tuple[int, str, str]:

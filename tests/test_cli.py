@@ -42,11 +42,12 @@ def toy_corpus(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def toy_runs(toy_corpus, tmp_path_factory) -> dict:
-    """Two finished 3-update runs: "a" (vocabulary 120, d_model 16) and "b" (100, 32)."""
+    """Two finished 3-update runs: "a", the toy run of ``train_args(toy_corpus, out)`` (which
+    resumes it: vocabulary 120, d_model 32), and "b", another (vocabulary 100, d_model 16)."""
     runs = {}
-    for name, vocab, d in (("a", 120, 16), ("b", 100, 32)):
+    for name, knobs in (("a", {}), ("b", {"vocab": 100, "d_model": 16})):
         out = tmp_path_factory.mktemp("runs") / name
-        cli.main(train_args(toy_corpus, out, vocab=vocab, d_model=d))
+        cli.main(train_args(toy_corpus, out, **knobs))
         runs[name] = out
     return runs
 

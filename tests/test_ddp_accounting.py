@@ -28,12 +28,11 @@ import pytest
 import torch
 
 import processes
-from helpers import write_pairs
+from helpers import toy_run, write_pairs
 from transformer.data import load_corpus
 from transformer.tokenizer import Tokenizer
 from transformer.training.config import TrainConfig
 from transformer.training.prepare import batch_iterators
-from transformer.training.recipes import TOY_MODEL
 
 REPO = Path(__file__).resolve().parents[1]
 TORCHRUN = Path(sys.executable).parent / "torchrun"
@@ -58,12 +57,10 @@ def random_pairs(n: int, seed: int = 0) -> list[tuple[str, str]]:
 def config(corpus: Path, out: Path, **overrides) -> TrainConfig:
     """A toy run without dropout (one process and two must see the same numbers), in fp32,
     one epoch."""
-    settings = dict(corpus=str(corpus), out_dir=str(out), vocab_size=100,
-                    model_overrides={**TOY_MODEL, "dropout": 0.0, "d_model": 32, "d_ff": 64},
-                    max_tokens=MAX_TOKENS, update_tokens=UPDATE_TOKENS, max_epochs=1, warmup=4,
-                    precision="fp32", threads=1, save_every=1000, keep_last=1, log_every=1,
-                    eval_bleu_sentences=0, progress=False, seed=5)
-    return TrainConfig(**{**settings, **overrides})
+    return toy_run(corpus, out, **{"updates": None, "vocab": 100, "model": {"dropout": 0.0},
+                                   "max_tokens": MAX_TOKENS, "update_tokens": UPDATE_TOKENS,
+                                   "max_epochs": 1, "warmup": 4, "threads": 1,
+                                   "save_every": 1000, "keep_last": 1, "seed": 5, **overrides})
 
 
 @pytest.fixture(scope="module")

@@ -5,15 +5,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer import FastTransformer, ModelConfig, Transformer
+from helpers import toy_config
+from transformer import FastTransformer, Transformer
 from transformer.decoding import (beam_search, build_source_batch, greedy_decode,
                                   length_penalty, sequence_scores)
 from transformer.translation import translate
 
 PAD, BOS, EOS = 0, 1, 2
 V = 24
-SMALL = dict(vocab_size=V, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2,
-             n_decoder_layers=2, max_len=64)
+SMALL = dict(vocab_size=V, max_len=64)          # the toy model over V ids
 
 
 def random_sources(n, generator, min_len=1, max_len=10, vocab=V):
@@ -35,7 +35,7 @@ class EosBiasedTransformer(FastTransformer):
 
 def random_model(seed=0, eos_bias=0.0, **overrides):
     torch.manual_seed(seed)
-    model = EosBiasedTransformer(ModelConfig(**{**SMALL, **overrides})).eval()
+    model = EosBiasedTransformer(toy_config(**{**SMALL, **overrides})).eval()
     model.eos_bias = eos_bias
     return model
 
@@ -63,8 +63,7 @@ class TableModel(torch.nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.cfg = ModelConfig(vocab_size=8, d_model=8, n_heads=1, d_ff=8, n_encoder_layers=1,
-                               n_decoder_layers=1, max_len=32)
+        self.cfg = toy_config(vocab_size=8, max_len=32)        # its ids and length only
 
     def source_mask(self, src):
         return (src != PAD)[:, None, None, :]
@@ -150,7 +149,7 @@ class NoEosTransformer(FastTransformer):
 @pytest.mark.parametrize("use_cache", [True, False])
 def test_max_length_is_source_length_plus_max_extra(use_cache):
     torch.manual_seed(3)
-    model = NoEosTransformer(ModelConfig(**{**SMALL, "max_len": 20}))
+    model = NoEosTransformer(toy_config(**{**SMALL, "max_len": 20}))
     src = build_source_batch([[5], [5, 6, 7, 8], [9] * 12], PAD, EOS)   # 2, 5, 13 tokens
     # cfg.max_len = 20 caps the output at 19 tokens (BOS + 19 + the closing EOS = 21 > 20
     # is avoided: the forced EOS is position 20 of the decoder input, index 19).
@@ -202,8 +201,8 @@ def test_bound_stopping_never_loses_to_count_stopping():
 # ------------------------------------------------------------ a model that learned
 def train_copy_model(steps=300, batch=64):
     torch.manual_seed(0)
-    cfg = ModelConfig(vocab_size=20, d_model=64, n_heads=4, d_ff=128, n_encoder_layers=1,
-                      n_decoder_layers=1, max_len=64, dropout=0.0)
+    # wider and shallower than the toy: it learns to copy in 300 steps
+    cfg = toy_config(vocab_size=20, d_model=64, layers=1, max_len=64, dropout=0.0)
     model = Transformer(cfg)
     opt = torch.optim.Adam(model.parameters(), lr=2e-3, betas=(0.9, 0.98))
     gen = torch.Generator().manual_seed(10)

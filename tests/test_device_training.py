@@ -5,34 +5,23 @@ import pytest
 import torch
 from torch._dynamo.utils import counters
 
-from transformer import FastTransformer, ModelConfig
+from helpers import toy_config, toy_pairs, toy_trainer
+from transformer import FastTransformer
 from transformer.fast import FastLabelSmoothingLoss, SequenceLoss, compile_layers, fast_form
 from transformer.batching import BatchIterator
 from transformer.training.config import TrainConfig
-from transformer.training.loop import Trainer
-from transformer.training.optimizers import make_optimizer
 
-CFG = ModelConfig(vocab_size=60, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2,
-                  n_decoder_layers=2, dropout=0.0)
-
-
-def pairs(n=48, seed=0):
-    """Token-id pairs of lengths 3-16 (no specials), so batches of many shapes."""
-    g = torch.Generator().manual_seed(seed)
-    lengths = torch.randint(3, 17, (n, 2), generator=g).tolist()
-    src = [torch.randint(4, CFG.vocab_size, (s,), generator=g).tolist() for s, _ in lengths]
-    tgt = [torch.randint(4, CFG.vocab_size, (t,), generator=g).tolist() for _, t in lengths]
-    return src, tgt
+CFG = toy_config(dropout=0.0)
 
 
 def trainer(device, precision):
+    """The toy trainer on ``device`` in ``precision``, 48 pairs of lengths 3-16 (batches of
+    many shapes), with an endless stream of batches."""
     torch.manual_seed(0)
-    model = FastTransformer(CFG).to(device)
     cfg = TrainConfig(precision=precision, max_tokens=128, update_tokens=128, warmup=10,
-                      progress=False)
-    batches = BatchIterator(*pairs(), max_tokens=128, seed=0)
-    result = Trainer(model, make_optimizer(model), batches, cfg=cfg)
-    result.stream = iter(batches)
+                      progress=False, seed=0)
+    result = toy_trainer(cfg, CFG, n_pairs=48, device=device)
+    result.stream = iter(result.train_iter)
     return result
 
 
@@ -70,7 +59,7 @@ def test_compiled_layers_equal_eager_and_compile_once_for_every_shape(device):
     criterion = FastLabelSmoothingLoss(0.1, CFG.pad_id)
     torch._dynamo.reset()
     counters.clear()
-    batches = BatchIterator(*pairs(96), max_tokens=96, seed=1)
+    batches = BatchIterator(*toy_pairs(96, CFG.vocab_size), max_tokens=96, seed=1)
     shapes, graphs = set(), []
     for batch in list(batches)[:12]:
         batch = batch.to(device)

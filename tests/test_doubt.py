@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from transformer import ModelConfig
+from helpers import toy_config
 from transformer.doubt import doubt
 from transformer.tools import cli
 
@@ -119,8 +119,7 @@ class CopyModel(torch.nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.cfg = ModelConfig(vocab_size=64, d_model=8, n_heads=1, d_ff=8, n_encoder_layers=1,
-                               n_decoder_layers=1, max_len=64)
+        self.cfg = toy_config(vocab_size=64, max_len=64)      # its ids and length only
         self.anchor = torch.nn.Parameter(torch.zeros(1))     # where the model "lives"
 
     def source_mask(self, src):

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from helpers import toy_config, train_args
 from transformer.checkpoint import load_checkpoint
-from transformer.config import ModelConfig
 from transformer.fast import FastTransformer
 from transformer.training.muon import MUON_SCALE, Muon, MuonWithAdam, newton_schulz
 from transformer.training.optimizers import make_optimizer
@@ -49,9 +49,7 @@ def test_a_muon_step_is_an_orthogonal_step_of_the_set_size_against_the_gradient(
 
 
 def test_muon_takes_the_layers_matrices_and_adam_everything_else():
-    cfg = ModelConfig(vocab_size=50, d_model=16, n_heads=2, d_ff=32,
-                      n_encoder_layers=1, n_decoder_layers=1)
-    model = FastTransformer(cfg)
+    model = FastTransformer(toy_config())
     opt = make_optimizer(model, "muon")
     assert isinstance(opt, MuonWithAdam)
     muon = {id(p) for g in opt.muon.param_groups for p in g["params"]}
@@ -81,13 +79,10 @@ def corpus(shared_data, tmp_path_factory) -> Path:
 
 
 def train(corpus, out, updates, optimizer="muon"):
-    cmd = [sys.executable, "-m", "transformer", "train", "--corpus", str(corpus),
-           "--out", str(out), "--optimizer", optimizer, "--vocab-size", "300",
-           "--max-tokens", "500", "--update-tokens", "500", "--max-updates", str(updates),
-           "--save-every", "6", "--keep-last", "2", "--warmup", "10", "--precision", "fp32",
-           "--threads", "1", "--eval-bleu-sentences", "0", "--no-progress",
-           "--model", "d_model=32", "--model", "d_ff=64", "--model", "n_heads=2",
-           "--model", "n_encoder_layers=1", "--model", "n_decoder_layers=1"]
+    cmd = [sys.executable, "-m", "transformer",
+           *train_args(corpus, out, updates=updates, optimizer=optimizer, vocab=300,
+                       max_tokens=500, update_tokens=500, save_every=6, threads=1, heads=2,
+                       layers=1)]
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
 
 
@@ -113,8 +108,7 @@ def test_muon_updates_are_near_orthogonal_on_ill_conditioned_gradients(shape):
     torch.manual_seed(0)
     U, _, Vh = torch.linalg.svd(torch.randn(shape), full_matrices=False)
     grad = U @ torch.diag(torch.logspace(0, -2, min(shape))) @ Vh
-    model = FastTransformer(ModelConfig(vocab_size=40, d_model=32, n_heads=2, d_ff=32,
-                                        n_encoder_layers=1, n_decoder_layers=1))
+    model = FastTransformer(toy_config())
     layer = next(p for name, p in model.named_parameters()
                  if "encoder_layers." in name and p.ndim == 2)
     for optimizer, w in ((MuonWithAdam(model), layer),

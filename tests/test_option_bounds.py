@@ -14,14 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers import one_line_error, run_cli, write_pairs
+from helpers import one_line_error, run_cli, train_args, write_pairs
 from transformer.tools import cli
 from transformer.training.config import TrainConfig
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-
-TINY_MODEL = ["--model", "d_model=8", "--model", "d_ff=16", "--model", "n_heads=2",
-              "--model", "n_encoder_layers=1", "--model", "n_decoder_layers=1"]
 
 
 def subparsers() -> dict[str, argparse.ArgumentParser]:
@@ -108,24 +105,25 @@ def tiny(tmp_path_factory) -> dict:
                  for _ in range(n)]
         write_pairs(root / "rich", split, pairs)
     run = root / "run"
-    argv = with_value(train_args(root / "rich", run), "--vocab-size", "60")
+    argv = with_value(tiny_train_args(root / "rich", run), "--vocab-size", "60")
     assert cli.main(argv) is None
     (root / "in.txt").write_text(f"{words[0]} {words[1]}\n{words[2]}\n")
     return {"root": root, "a": root / "a", "rich": root / "rich", "run": run,
             "model": run / "average.pt", "input": root / "in.txt"}
 
 
-def train_args(corpus: Path, out: Path) -> list:
-    return ["train", "--corpus", corpus, "--out", out, "--vocab-size", 7, "--max-tokens", 64,
-            "--update-tokens", 64, "--max-updates", 1, "--save-every", 1, "--keep-last", 1,
-            "--warmup", 1, "--precision", "fp32", "--log-every", 1, "--eval-bleu-sentences",
-            0, "--threads", 1, "--no-adapt-threads", "--no-progress", *TINY_MODEL]
+def tiny_train_args(corpus: Path, out: Path) -> list:
+    """The toy run at its smallest: one update of 64 tokens, 7 pieces, width 8, one
+    layer a side, on one thread that stays one."""
+    return train_args(corpus, out, updates=1, vocab=7, max_tokens=64, update_tokens=64,
+                      save_every=1, keep_last=1, warmup=1, threads=1, adapt_threads=False,
+                      d_model=8, heads=2, layers=1)
 
 
 def base_command(command: str, tiny: dict, out: Path) -> list:
     """A short run of ``command`` writing ``out`` (each trial gets its own)."""
     return {
-        "train": lambda: train_args(tiny["a"], out),
+        "train": lambda: tiny_train_args(tiny["a"], out),
         "prepare": lambda: ["prepare", "--corpus", tiny["a"], "--out", out, "--vocab-size", 7,
                             "--workers", 1],
         "translate": lambda: ["translate", tiny["model"], "--input", tiny["input"],

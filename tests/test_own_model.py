@@ -18,7 +18,7 @@ import shutil
 import pytest
 import torch
 
-from transformer.config import ModelConfig
+from helpers import toy_config
 from transformer.decoding import build_source_batch, greedy_decode
 from transformer.model import Transformer
 from transformer.tokenizer import Tokenizer
@@ -36,8 +36,7 @@ def own_model(site_dir, tmp_path_factory):
     book = site_dir / "_static" / "model"
     tokenizer = Tokenizer.from_serialized((book / part(read_manifest(book), "tokenizer")).read_bytes())
     torch.manual_seed(5)
-    cfg = ModelConfig(vocab_size=tokenizer.vocab_size, d_model=32, n_heads=2, d_ff=64,
-                      n_encoder_layers=1, n_decoder_layers=1, dropout=0.0, max_len=24)
+    cfg = toy_config(vocab_size=tokenizer.vocab_size, heads=2, layers=1, dropout=0.0, max_len=24)
     model = Transformer(cfg).eval()
     folder = tmp_path_factory.mktemp("own") / "export"
     export_model(model, tokenizer, folder, source="own.pt", weights="fp32")

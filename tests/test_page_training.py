@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer.config import ModelConfig
+from helpers import toy_config
 from transformer.loss import LabelSmoothingLoss
 from transformer.model import Transformer
 
@@ -112,8 +112,8 @@ def test_a_browser_without_webassembly_is_told_so(open_page):
 def torch_model(layers: int, heads: int, width: int, positional: str) -> Transformer:
     """The package's plain model in the panel's configuration (no dropout, shared
     embeddings, 4 special ids + 10 letters); ``positional="none"``: its tables zeroed."""
-    cfg = ModelConfig(vocab_size=14, d_model=width, n_heads=heads, d_ff=2 * width,
-                      n_encoder_layers=layers, n_decoder_layers=layers, dropout=0.0, max_len=9)
+    cfg = toy_config(vocab_size=14, d_model=width, heads=heads, layers=layers, dropout=0.0,
+                     max_len=9)
     model = Transformer(cfg)
     if positional == "none":
         model.src_pos.table.zero_()

@@ -4,15 +4,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer import FastTransformer, ModelConfig, Transformer
+from helpers import toy_config
+from transformer import FastTransformer, Transformer
 from transformer.attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
 from transformer.tools.interop import (copy_attention, to_torch_transformer, torch_decoder_layer,
                                  torch_encoder_layer)
 from transformer.layers import DecoderLayer, EncoderLayer
 
 TOL = 1e-5
-CFG = ModelConfig(vocab_size=50, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2,
-                  n_decoder_layers=2, dropout=0.1)
+CFG = toy_config()              # dropout 0.1: eval mode must switch it off
 
 
 def padded_lengths(batch, max_len):
@@ -59,7 +59,7 @@ def test_cross_attention_matches_torch():
 
 @pytest.mark.parametrize("norm", ["post", "pre"])
 def test_encoder_layer_matches_torch(norm):
-    cfg = ModelConfig(**{**CFG.to_dict(), "norm_position": norm})
+    cfg = toy_config(norm_position=norm)
     ours = EncoderLayer(cfg).eval()
     theirs = torch_encoder_layer(ours, cfg)              # our weights, eval mode
     x, keep = torch.randn(3, 7, cfg.d_model), padded_lengths(3, 7)
@@ -70,7 +70,7 @@ def test_encoder_layer_matches_torch(norm):
 
 @pytest.mark.parametrize("norm", ["post", "pre"])
 def test_decoder_layer_matches_torch(norm):
-    cfg = ModelConfig(**{**CFG.to_dict(), "norm_position": norm})
+    cfg = toy_config(norm_position=norm)
     ours = DecoderLayer(cfg).eval()
     theirs = torch_decoder_layer(ours, cfg)
     y, memory = torch.randn(3, 6, cfg.d_model), torch.randn(3, 8, cfg.d_model)
@@ -85,7 +85,7 @@ def test_decoder_layer_matches_torch(norm):
 @pytest.mark.parametrize("form", ["plain", "fast", "fast, padded layout"])
 @pytest.mark.parametrize("norm", ["post", "pre"])
 def test_whole_stack_matches_torch_transformer(norm, form):
-    cfg = ModelConfig(**{**CFG.to_dict(), "norm_position": norm})
+    cfg = toy_config(norm_position=norm)
     model = {"plain": Transformer, "fast": FastTransformer,
              "fast, padded layout": lambda c: FastTransformer(c, skip_padding=False)}[form](cfg)
     model.eval()
@@ -124,7 +124,7 @@ def independent_sinusoids(length, d_model):
 def test_whole_model_matches_an_independent_reference(form):
     # Embeddings scaled by sqrt(d_model) (3.4), the sinusoidal table (3.5), torch.nn's
     # stacks and the tied pre-softmax projection: logits from the token ids, end to end.
-    cfg = ModelConfig(**{**CFG.to_dict(), "dropout": 0.0})
+    cfg = toy_config(dropout=0.0)
     model = (Transformer if form == "plain" else FastTransformer)(cfg).eval()
     stacks = to_torch_transformer(model)
     embedding = nn.Embedding(cfg.vocab_size, cfg.d_model)

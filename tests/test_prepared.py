@@ -15,13 +15,12 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import write_pairs
+from helpers import toy_run, write_pairs
 from transformer.data import CorpusStream, load_corpus, load_wmt14
-from transformer.training.config import TrainConfig, TrainingError
+from transformer.training.config import TrainingError
 from transformer.training.loop import Trainer
 from transformer.corpora import HUB_CORPORA
 from transformer.training.prepared import PreparedCorpus, RaggedIds, _sample_pairs, prepare_corpus
-from transformer.training.recipes import TOY_MODEL
 from transformer.tools import cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -125,11 +124,11 @@ def synthetic_corpus(folder, pairs=400, seed=0):
     return folder
 
 
-def toy_config(corpus, out, **overrides):
-    settings = dict(corpus=str(corpus), out_dir=str(out), vocab_size=80, model_overrides=TOY_MODEL,
-                    max_tokens=200, update_tokens=400, max_updates=3, warmup=2, max_len=20,
-                    eval_bleu_sentences=0, save_every=100, progress=False, threads=1, seed=3)
-    return TrainConfig(**{**settings, **overrides})
+def toy_settings(corpus, out, **overrides):
+    """The toy run (helpers.toy_run) with 80 pieces, micro-batches of 200 tokens and
+    sentences of at most 20 tokens (longer pairs skipped)."""
+    return toy_run(corpus, out, **{"vocab": 80, "max_tokens": 200, "warmup": 2, "max_len": 20,
+                                   "save_every": 100, "threads": 1, "seed": 3, **overrides})
 
 
 def same_batch(a, b) -> bool:
@@ -141,10 +140,10 @@ def test_a_prepared_folder_trains_exactly_as_the_corpus_in_memory(tmp_path):
     """Same vocabulary (the sample holds every pair), same batches epoch after epoch, same
     tensors, so the same losses: --corpus FOLDER and --corpus PREPARED are one run."""
     corpus = synthetic_corpus(tmp_path / "corpus")
-    prepared = prepare_corpus(toy_config(corpus, tmp_path / "unused"), tmp_path / "prepared",
+    prepared = prepare_corpus(toy_settings(corpus, tmp_path / "unused"), tmp_path / "prepared",
                               workers=2, log=lambda line: None)
-    memory = Trainer.from_config(toy_config(corpus, tmp_path / "run-memory"))
-    mapped = Trainer.from_config(toy_config(prepared, tmp_path / "run-mapped"))
+    memory = Trainer.from_config(toy_settings(corpus, tmp_path / "run-memory"))
+    mapped = Trainer.from_config(toy_settings(prepared, tmp_path / "run-mapped"))
     assert isinstance(mapped.train_iter.src_ids, RaggedIds)          # memory-mapped ids
     assert mapped.tokenizer.serialized() == memory.tokenizer.serialized()
     assert mapped.train_iter.n_skipped == memory.train_iter.n_skipped > 0      # max_len 20
@@ -169,7 +168,7 @@ def test_a_prepared_folder_trains_exactly_as_the_corpus_in_memory(tmp_path):
     # resuming the prepared run takes its vocabulary; a different --vocab-size is refused
     with pytest.raises(TrainingError, match="prepared with a vocabulary of 80 pieces but "
                                             "--vocab-size is 90"):
-        Trainer.from_config(toy_config(prepared, tmp_path / "run-other", vocab_size=90))
+        Trainer.from_config(toy_settings(prepared, tmp_path / "run-other", vocab_size=90))
 
 
 def test_the_bpe_sample_is_uniform_and_in_corpus_order():
@@ -208,7 +207,7 @@ def test_prepare_command_on_wmt14_offline_samples_and_reuses(wmt14, tmp_path, ca
 
 
 def test_train_on_wmt14_prepares_it_once(wmt14, tmp_path):
-    cfg = toy_config("wmt14", tmp_path / "run", data_root=str(tmp_path / "data"), vocab_size=40,
+    cfg = toy_settings("wmt14", tmp_path / "run", data_root=str(tmp_path / "data"), vocab_size=40,
                      max_updates=1, max_tokens=64, update_tokens=64)
     with pytest.warns(UserWarning, match="dropped 1 of 5"):
         trainer = Trainer.from_config(cfg)
@@ -220,7 +219,7 @@ def test_train_on_wmt14_prepares_it_once(wmt14, tmp_path):
 
 def test_a_damaged_prepared_folder_is_named(tmp_path):
     corpus = synthetic_corpus(tmp_path / "corpus", pairs=50)
-    out = prepare_corpus(toy_config(corpus, tmp_path / "x"), tmp_path / "prepared", workers=1,
+    out = prepare_corpus(toy_settings(corpus, tmp_path / "x"), tmp_path / "prepared", workers=1,
                          log=lambda line: None)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".prepared.tmp")]
     with open(out / "train.de.ids", "ab") as f:
@@ -232,7 +231,7 @@ def test_a_damaged_prepared_folder_is_named(tmp_path):
                                          "version 1"):
         PreparedCorpus(out)
     with pytest.raises(ValueError, match="exists and is not a prepared corpus"):
-        prepare_corpus(toy_config(corpus, tmp_path / "x"), corpus, log=lambda line: None)
+        prepare_corpus(toy_settings(corpus, tmp_path / "x"), corpus, log=lambda line: None)
 
 
 def test_a_folder_prepared_with_the_bare_hex_fingerprint_still_loads_and_is_reused(tmp_path):
@@ -240,7 +239,7 @@ def test_a_folder_prepared_with_the_bare_hex_fingerprint_still_loads_and_is_reus
     # fingerprint (sha256:<hex>, tokenizer.same_vocabulary) reads both spellings
     from transformer.tokenizer import Tokenizer, same_vocabulary
     corpus = synthetic_corpus(tmp_path / "corpus", pairs=50)
-    cfg = toy_config(corpus, tmp_path / "x")
+    cfg = toy_settings(corpus, tmp_path / "x")
     out = prepare_corpus(cfg, tmp_path / "prepared", workers=1, log=lambda line: None)
     manifest = json.loads((out / "prepared.json").read_text())
     vocabulary = manifest.pop("vocabulary")
@@ -292,7 +291,7 @@ READER = textwrap.dedent('''
 
 def test_two_processes_map_the_same_prepared_folder(tmp_path):
     corpus = synthetic_corpus(tmp_path / "corpus", pairs=3000)
-    out = prepare_corpus(toy_config(corpus, tmp_path / "x"), tmp_path / "prepared", workers=1,
+    out = prepare_corpus(toy_settings(corpus, tmp_path / "x"), tmp_path / "prepared", workers=1,
                          log=lambda line: None)
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     procs = [subprocess.Popen([sys.executable, "-c", READER, str(out)], stdin=subprocess.PIPE,
@@ -330,7 +329,7 @@ def test_other_ranks_wait_for_rank_0_to_prepare_wmt14(wmt14, tmp_path, monkeypat
     import types
     from transformer.training import prepare as module
     monkeypatch.setattr(module.time, "sleep", lambda s: threading.Event().wait(0.05))
-    cfg = toy_config("wmt14", tmp_path / "run", data_root=str(tmp_path / "data"), vocab_size=40)
+    cfg = toy_settings("wmt14", tmp_path / "run", data_root=str(tmp_path / "data"), vocab_size=40)
     rank0 = threading.Timer(0.3, lambda: module.prepared_folder(cfg, types.SimpleNamespace(
         main=True, rank=0)))
     rank0.start()

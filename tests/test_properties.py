@@ -2,13 +2,13 @@
 import torch
 from hypothesis import given, settings, strategies as st
 
-from transformer import FastTransformer, KVCache, ModelConfig, Transformer, record_attention
+from helpers import toy_config
+from transformer import FastTransformer, KVCache, Transformer, record_attention
 from transformer.attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
 from transformer.fast import FastMultiHeadAttention, Layout
 
-CFG = ModelConfig(vocab_size=40, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2,
-                  n_decoder_layers=2, dropout=0.1)
-MODELS = {norm: Transformer(ModelConfig(**{**CFG.to_dict(), "norm_position": norm})).eval()
+CFG = toy_config()              # dropout 0.1: eval mode must switch it off
+MODELS = {norm: Transformer(toy_config(norm_position=norm)).eval()
           for norm in ("post", "pre")}
 FAST = {norm: FastTransformer(model.cfg).eval() for norm, model in MODELS.items()}
 for _norm, _fast in FAST.items():

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from helpers import train_args
 from transformer.data import load_corpus
 from transformer.translation import translate
 from transformer.evaluate import score
@@ -63,13 +64,10 @@ def test_metrics_log_has_what_the_book_plots(short_run):
 def test_torchrun_ddp_two_processes(shared_data, tmp_path):
     out = tmp_path / "ddp"
     cmd = [str(Path(sys.executable).parent / "torchrun"), "--standalone", "--nproc_per_node", "2",
-           "-m", "transformer", "train", "--corpus", "multi30k-en-de", "--data-root",
-           str(shared_data), "--out", str(out), "--vocab-size", "500", "--max-tokens", "512",
-           "--update-tokens", "2048", "--max-updates", "6", "--save-every", "3",
-           "--precision", "fp32", "--threads", "1", "--log-every", "1",
-           "--eval-bleu-sentences", "0", "--no-progress", "--model", "d_model=32",
-           "--model", "d_ff=64", "--model", "n_heads=2", "--model", "n_encoder_layers=1",
-           "--model", "n_decoder_layers=1"]
+           "-m", "transformer",
+           *train_args("multi30k-en-de", out, data_root=str(shared_data), updates=6, vocab=500,
+                       max_tokens=512, update_tokens=2048, save_every=3, threads=1, heads=2,
+                       layers=1)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     result = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]

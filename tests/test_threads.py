@@ -2,6 +2,7 @@
 import pytest
 import torch
 
+from helpers import toy_config
 from transformer.training import threads as module
 from transformer.training.threads import ThreadGovernor
 
@@ -53,12 +54,10 @@ def test_never_below_one_nor_above_the_runs_threads(monkeypatch, threads_kept):
 
 
 def test_the_trainer_adapts_on_a_cpu_unless_told_not_to(threads_kept):
-    from transformer.config import ModelConfig
     from transformer.model import Transformer
     from transformer.training.config import TrainConfig
     from transformer.training.loop import Trainer
-    model = Transformer(ModelConfig(vocab_size=16, d_model=8, d_ff=16, n_heads=2,
-                                    n_encoder_layers=1, n_decoder_layers=1))
+    model = Transformer(toy_config())
     optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
     make = lambda **kw: Trainer(model, optimizer, [], cfg=TrainConfig(progress=False, **kw))  # noqa: E731
     assert make(threads=2).governor.most == 2

@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer.batching import BatchIterator
+from helpers import toy_run, toy_trainer, train_args, write_corpus
 from transformer.checkpoint import (CheckpointError, average_checkpoints, load_checkpoint,
                                     step_checkpoints)
-from transformer.config import ModelConfig
 from transformer.fast import FastTransformer
 from transformer.inference import load_model
 from transformer.training.run_folder import RunFolder
@@ -24,7 +23,6 @@ from transformer.schedule import noam_lr
 from transformer.training.config import TrainConfig, TrainingError
 import transformer.training.precision as precision_module
 from transformer.training.loop import Trainer
-from transformer.training.optimizers import make_optimizer
 from transformer.training.precision import autocast, cpu_has_native_bf16, resolve_precision
 
 REPO = Path(__file__).resolve().parents[1]
@@ -91,14 +89,15 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
+# The toy run (helpers.toy_run) on the Multi30k pairs of `corpus`: a vocabulary of 400
+# pieces, updates of 600 tokens, one layer a side of two heads.
+MULTI30K_RUN = dict(vocab=400, max_tokens=600, update_tokens=600, heads=2, layers=1)
+
+
 def train_command(corpus, out, updates=30):
-    return [sys.executable, "-m", "transformer", "train", "--corpus", str(corpus),
-            "--out", str(out), "--vocab-size", "400", "--max-tokens", "600",
-            "--update-tokens", "600", "--max-updates", str(updates), "--save-every", "10",
-            "--keep-last", "3", "--warmup", "20", "--precision", "fp32", "--threads", "1",
-            "--log-every", "1", "--eval-bleu-sentences", "0", "--no-progress",
-            "--model", "d_model=32", "--model", "d_ff=64", "--model", "n_heads=2",
-            "--model", "n_encoder_layers=1", "--model", "n_decoder_layers=1"]
+    return [sys.executable, "-m", "transformer",
+            *train_args(corpus, out, updates=updates, save_every=10, keep_last=3, warmup=20,
+                        threads=1, **MULTI30K_RUN)]
 
 
 def records(out: Path) -> list[dict]:
@@ -256,11 +255,8 @@ def test_resume_into_a_folder_with_other_settings_is_refused(corpus, uninterrupt
 
 def test_nan_loss_stops_with_clear_message_and_keeps_last_checkpoint(corpus, tmp_path,
                                                                      one_thread):
-    cfg = TrainConfig(out_dir=str(tmp_path / "nan"), corpus=str(corpus), vocab_size=400,
-                      max_tokens=600, update_tokens=600, max_updates=40, save_every=5,
-                      warmup=20, precision="fp32", eval_bleu_sentences=0, progress=False,
-                      model_overrides=dict(d_model=32, d_ff=64, n_heads=2, n_encoder_layers=1,
-                                           n_decoder_layers=1))
+    cfg = toy_run(corpus, tmp_path / "nan", updates=40, save_every=5, warmup=20,
+                  **MULTI30K_RUN)
     trainer = Trainer.from_config(cfg)
     original = trainer.train_update
 
@@ -279,24 +275,11 @@ def test_nan_loss_stops_with_clear_message_and_keeps_last_checkpoint(corpus, tmp
 
 
 # ------------------------------------------------- the update loop, handed its parts
-def tiny_trainer(cfg: TrainConfig, n_pairs=64, seed=0) -> Trainer:
-    """A Trainer built by hand: a 1-layer model, random token pairs, no run folder."""
-    gen = torch.Generator().manual_seed(seed)
-    pairs = [[torch.randint(4, 50, (int(n),), generator=gen).tolist()
-              for n in torch.randint(2, 12, (2,), generator=gen)] for _ in range(n_pairs)]
-    batches = BatchIterator([s for s, _ in pairs], [t for _, t in pairs], cfg.max_tokens,
-                            seed=cfg.seed)
-    model = FastTransformer(ModelConfig.from_preset("small", vocab_size=50, d_model=16,
-                                                    d_ff=32, n_heads=2, n_encoder_layers=1,
-                                                    n_decoder_layers=1))
-    return Trainer(model, make_optimizer(model), batches, cfg=cfg)
-
-
 def test_the_trainer_sets_the_learning_rate_of_equation_3_on_every_update(one_thread):
     cfg = TrainConfig(max_tokens=64, update_tokens=64, max_updates=12, warmup=5, lr_factor=2.0,
                       precision="fp32", log_every=1, eval_bleu_sentences=0, progress=False)
-    trainer = tiny_trainer(cfg)
-    used, step = [], trainer.optimizer.step
+    trainer = toy_trainer(cfg)
+    used, step, d_model = [], trainer.optimizer.step, trainer.model_cfg.d_model
 
     def recording_step(*args, **kw):            # the rate Adam actually applies
         used.append([group["lr"] for group in trainer.optimizer.param_groups])
@@ -304,7 +287,7 @@ def test_the_trainer_sets_the_learning_rate_of_equation_3_on_every_update(one_th
 
     trainer.optimizer.step = recording_step
     trainer.fit()
-    expected = [noam_lr(k, 16, 5, 2.0) for k in range(1, 13)]   # updates 1, 2, ..., 12
+    expected = [noam_lr(k, d_model, 5, 2.0) for k in range(1, 13)]   # updates 1, 2, ..., 12
     assert used == [[lr] for lr in expected]
     assert [r["lr"] for r in trainer.records if "loss" in r] == expected
     assert expected[:5] == sorted(expected[:5]) and expected[5:] == sorted(expected[5:])[::-1]
@@ -314,8 +297,8 @@ def test_the_trainer_cools_down_to_the_cooldown_end_and_stops_there(one_thread):
     cfg = TrainConfig(max_tokens=64, update_tokens=64, max_updates=50, warmup=5, cooldown=4,
                       cooldown_end=10, precision="fp32", log_every=1, eval_bleu_sentences=0,
                       progress=False)
-    trainer = tiny_trainer(cfg)
-    used, step = [], trainer.optimizer.step
+    trainer = toy_trainer(cfg)
+    used, step, d_model = [], trainer.optimizer.step, trainer.model_cfg.d_model
 
     def recording_step(*args, **kw):
         used.append(trainer.optimizer.param_groups[0]["lr"])
@@ -323,8 +306,8 @@ def test_the_trainer_cools_down_to_the_cooldown_end_and_stops_there(one_thread):
 
     trainer.optimizer.step = recording_step
     assert trainer.fit()["step"] == 10                      # cooldown_end, before max_updates
-    start = noam_lr(6, 16, 5)                               # the cool-down starts after update 6
-    assert used == pytest.approx([noam_lr(k, 16, 5) for k in range(1, 7)]
+    start = noam_lr(6, d_model, 5)                          # the cool-down starts after update 6
+    assert used == pytest.approx([noam_lr(k, d_model, 5) for k in range(1, 7)]
                                  + [start, start * 3 / 4, start / 2, start / 4], rel=1e-12)
 
 
@@ -339,7 +322,7 @@ def test_a_hand_built_trainer_writes_nothing_without_a_run_folder(tmp_path, monk
     monkeypatch.chdir(tmp_path)
     cfg = TrainConfig(max_tokens=64, update_tokens=128, max_updates=3, precision="fp32",
                       eval_bleu_sentences=0, progress=False, log_every=1)
-    trainer = tiny_trainer(cfg)
+    trainer = toy_trainer(cfg)
     assert trainer.accum == 2
     result = trainer.fit()
     assert result["step"] == 3 and [r["step"] for r in trainer.records] == [1, 2, 3, 3]
@@ -441,11 +424,9 @@ def test_auto_precision_on_a_gpu_is_bf16_only_where_it_is_native(monkeypatch, ca
 
 
 def _tiny_run(corpus, out, **kw) -> TrainConfig:
-    kw = {"eval_bleu_sentences": 0, **kw}
-    return TrainConfig(out_dir=str(out), corpus=str(corpus), vocab_size=400, max_tokens=600,
-                       update_tokens=600, save_every=2, device="cpu", progress=False,
-                       model_overrides=dict(d_model=32, d_ff=64, n_heads=2,
-                                            n_encoder_layers=1, n_decoder_layers=1), **kw)
+    """The toy run on Multi30k pairs, on the CPU, in the precision --precision auto picks
+    (the tests of ``auto`` below count on it)."""
+    return toy_run(corpus, out, **{**MULTI30K_RUN, "device": "cpu", "precision": "auto", **kw})
 
 
 # ------------------------------------------------------------ fp16 with loss scaling
@@ -587,12 +568,8 @@ def test_the_batches_the_trainer_feeds_the_model_start_with_bos_and_end_with_eos
     # Look at what the model really gets during real updates (from_config's own batches):
     # sources end in EOS, decoder inputs start with BOS, targets are the inputs shifted
     # left and end in EOS; padding only after that.
-    from helpers import write_corpus
-    cfg = TrainConfig(out_dir=str(tmp_path / "run"), corpus=str(write_corpus(tmp_path / "c")),
-                      vocab_size=120, max_tokens=400, update_tokens=800, max_updates=2,
-                      warmup=10, precision="fp32", eval_bleu_sentences=0, progress=False,
-                      model_overrides=dict(d_model=16, d_ff=32, n_heads=2, n_encoder_layers=1,
-                                           n_decoder_layers=1))
+    cfg = toy_run(write_corpus(tmp_path / "c"), tmp_path / "run", updates=2,
+                  update_tokens=800)
     trainer = Trainer.from_config(cfg)
     tok, seen = trainer.tokenizer, []
     trainer.loss_module.register_forward_pre_hook(
