@@ -194,3 +194,26 @@ def open_page(browser, base_url):
     yield _open
     for p in opened:
         p.close()
+
+
+# -------------------------------------------- the command line's toy corpus and runs
+# (tests/test_cli_*.py)
+@pytest.fixture(scope="session")
+def toy_corpus(tmp_path_factory) -> Path:
+    from helpers import write_corpus
+    return write_corpus(tmp_path_factory.mktemp("toy") / "corpus")
+
+
+@pytest.fixture(scope="session")
+def toy_runs(toy_corpus, tmp_path_factory) -> dict:
+    """Two finished 3-update runs: "a", the toy run of ``train_args(toy_corpus, out)`` (which
+    resumes it: vocabulary 120, d_model 32), and "b", another (vocabulary 100, d_model 16).
+    A test that changes one works on a copy."""
+    from helpers import train_args
+    from transformer.tools import cli
+    runs = {}
+    for name, knobs in (("a", {}), ("b", {"vocab": 100, "d_model": 16})):
+        out = tmp_path_factory.mktemp("runs") / name
+        cli.main(train_args(toy_corpus, out, **knobs))
+        runs[name] = out
+    return runs

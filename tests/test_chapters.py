@@ -1,4 +1,5 @@
 """The chapters read as a book (issue 31, item 5): a code cell the reader sees is short.
+BOOK_QUICK switches the quick mode.
 
 A code cell that the built page shows is at most ``LIMIT`` lines (blank lines count).
 Longer code is either split into steps with prose between them, or it is plotting, timing
@@ -136,3 +137,12 @@ def test_answers_are_glued_through_the_books_helper():
               if any("myst_nb" in "".join(c["source"]) for c in json.loads(p.read_text())["cells"]
                      if c["cell_type"] == "code")]
     assert not direct, direct
+
+
+# ------------------------------------------------------------------ quick mode
+def test_book_quick_is_read_when_asked(monkeypatch):
+    from transformer_book import viz
+    monkeypatch.setenv("BOOK_QUICK", "1")
+    assert viz.quick() and viz.pick(300, 60) == 60
+    monkeypatch.setenv("BOOK_QUICK", "0")
+    assert not viz.quick() and viz.pick(300, 60) == 300

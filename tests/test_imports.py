@@ -1,6 +1,13 @@
 """The package's modules import each other without a circle (imports inside functions
-counted): a module can be read, and loaded, after the ones it names."""
+counted): a module can be read, and loaded, after the ones it names. Loading a model
+imports no trainer, and the package never imports the book's helpers."""
+import subprocess
+import sys
+from pathlib import Path
+
 from transformer_book.runs import PACKAGE, module_file, module_imports
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def modules() -> dict[str, set[str]]:
@@ -50,3 +57,19 @@ def test_the_finder_sees_imports_inside_functions_and_relative_ones():
 def test_no_module_of_the_package_imports_itself_through_others():
     found = cycle(modules())
     assert not found, "import circle: " + " -> ".join(found)
+
+
+def test_loading_a_model_does_not_import_the_trainer():
+    code = ("import sys; from transformer import load_model, translate, Tokenizer; "
+            "assert 'transformer.training.loop' not in sys.modules; "
+            "assert 'transformer.training.distributed' not in sys.modules; "
+            "import transformer; transformer.Trainer, transformer.TrainConfig; "
+            "assert 'transformer.training.loop' in sys.modules")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+
+
+def test_the_library_never_imports_the_book_helpers():
+    for path in (REPO / "transformer").rglob("*.py"):
+        assert "transformer_book" not in path.read_text(encoding="utf-8"), path
