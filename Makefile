@@ -27,13 +27,15 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PY) -m pip install -q --no-deps -e .
 	touch $@
 
-# One pytest run: unit tests, every chapter under nbval (quick mode; tests/test_book_site.py
-# builds the site in quick mode and checks every page in headless Chromium).
+# One pytest run: unit tests, every chapter under nbval (quick mode), and the tests marked
+# `browser` (tests/conftest.py marks every test that uses the built site: it builds the site
+# in quick mode and checks it in headless Chromium).
 test: setup node-test
 	BOOK_QUICK=1 $(PY) -m pytest tests book --nbval-lax --nbval-current-env
 
+# Every test that needs no built site (no book build).
 test-unit: setup node-test
-	$(PY) -m pytest tests --ignore=tests/test_book_site.py
+	$(PY) -m pytest tests -m "not browser"
 
 # The page's code (book/_ext/static): its unit tests under Node's own runner and ESLint,
 # with the versions package-lock.json pins (npm ci); no book build needed.
@@ -68,7 +70,7 @@ book: setup
 browser:
 	@test -x /usr/bin/chromium || { test "$$(id -u)" = 0 && \
 	  apt-get update -qq && apt-get install -y -qq chromium; } || \
-	  echo "warning: no /usr/bin/chromium; tests/test_book_site.py will be skipped"
+	  echo "warning: no /usr/bin/chromium; the tests marked browser will be skipped"
 
 # Debian's jemalloc, which `python -m transformer` loads for flat host memory in training.
 jemalloc:

@@ -74,7 +74,7 @@ def device(request) -> torch.device:
 
 
 # ------------------------------------------- the built site in a real browser
-# (tests/test_book_site.py, tests/test_browser_model.py)
+# (the tests marked `browser`: see pytest_collection_modifyitems below)
 @pytest.fixture(scope="session")
 def site_dir() -> Path:
     given = os.environ.get("BOOK_HTML")
@@ -194,6 +194,18 @@ def open_page(browser, base_url):
     yield _open
     for p in opened:
         p.close()
+
+
+# ------------------------------------------------------ which tests need the built site
+@pytest.hookimpl(tryfirst=True)          # before `-m` deselects by the markers
+def pytest_collection_modifyitems(items):
+    """Every test that asks for a fixture of the built site (helpers.SITE_FIXTURES), directly
+    or through another fixture, is marked ``browser``: ``make test-unit`` runs ``-m "not
+    browser"`` and builds no book, and a new site test needs no marker written by hand."""
+    from helpers import SITE_FIXTURES
+    for item in items:
+        if SITE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.browser)
 
 
 # -------------------------------------------- the command line's toy corpus and runs

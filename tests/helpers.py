@@ -27,6 +27,10 @@ BOOK = Path(__file__).resolve().parents[1] / "book"
 # numbered chapters and the optional part's "Under the hood" chapters.
 CHAPTERS = sorted(BOOK.glob("[0-9][0-9]_*.ipynb")) + sorted(BOOK.glob("hood_*.ipynb"))
 
+# The fixtures of the built site (tests/conftest.py): a test that asks for one, directly or
+# through another fixture, is marked `browser` there.
+SITE_FIXTURES = frozenset({"site_dir", "base_url", "browser", "open_page", "new_page", "served"})
+
 EN = "the a dog cat man woman runs sits on in under green red house tree big small".split()
 DE = "der die das Hund Katze Mann Frau läuft sitzt auf im unter grünen roten Haus Baum".split()
 
