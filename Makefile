@@ -50,7 +50,7 @@ node_modules/.installed: package.json package-lock.json
 node-setup: node_modules/.installed
 
 test-book: setup
-	BOOK_QUICK=1 $(PY) -m pytest book tests/test_book_site.py --nbval-lax --nbval-current-env
+	BOOK_QUICK=1 $(PY) -m pytest book tests/test_site_*.py --nbval-lax --nbval-current-env
 
 # A learner's first run on Colab, every chapter (`make test` rehearses chapter 1): each
 # chapter's own install cell in a fresh Python 3.11 environment holding only what Colab

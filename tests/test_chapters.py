@@ -1,5 +1,6 @@
 """The chapters read as a book (issue 31, item 5): a code cell the reader sees is short.
-BOOK_QUICK switches the quick mode.
+Each chapter's Colab install cell installs from the repository of _config.yml, and every
+chapter runs under _config.yml's one cell timeout; BOOK_QUICK switches the quick mode.
 
 A code cell that the built page shows is at most ``LIMIT`` lines (blank lines count).
 Longer code is either split into steps with prose between them, or it is plotting, timing
@@ -15,7 +16,10 @@ from pathlib import Path
 
 import pytest
 
-BOOK = Path(__file__).resolve().parents[1] / "book"
+from helpers import CHAPTERS
+
+REPO = Path(__file__).resolve().parents[1]
+BOOK = REPO / "book"
 LIMIT = 15
 HIDDEN = {"hide-input", "remove-input", "hide-cell", "remove-cell"}
 
@@ -139,7 +143,34 @@ def test_answers_are_glued_through_the_books_helper():
     assert not direct, direct
 
 
-# ------------------------------------------------------------------ quick mode
+# ------------------------------------------ the install cell, the cell timeout, quick mode
+def test_install_cells_use_the_configured_repository():
+    """_config.yml holds the repository URL; the chapters' Colab install cells repeat it."""
+    url = re.search(r"^repository:\s*\n\s+url:\s*(\S+)", (REPO / "_config.yml").read_text(),
+                    flags=re.M).group(1)
+    chapters = CHAPTERS
+    assert chapters
+    for nb_path in chapters:
+        nb = json.loads(nb_path.read_text())
+        code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+        first = "".join(code[0]["source"])
+        assert "google.colab" in first and f"git+{url}" in first, nb_path.name
+        assert "nbval-skip" in code[0]["metadata"].get("tags", []), nb_path.name
+        assert not any(c.get("outputs") for c in code), f"{nb_path.name} has committed outputs"
+
+
+def test_chapters_take_the_configured_cell_timeout():
+    """_config.yml's execute.timeout is the one limit: a chapter's own ``mystnb``
+    ``execution_timeout`` would override it (chapter 7's 1,800 s failed `make book` when
+    its training cell ran longer in fp32 on a 2-core Zen 3 VM, 2026-12-03)."""
+    timeout = int(re.search(r"^execute:\s*\n(?:\s+.*\n)*?\s+timeout:\s*(\d+)",
+                            (REPO / "_config.yml").read_text(), flags=re.M).group(1))
+    assert timeout >= 3600
+    for nb_path in CHAPTERS:
+        nb = json.loads(nb_path.read_text())
+        assert "execution_timeout" not in nb["metadata"].get("mystnb", {}), nb_path.name
+
+
 def test_book_quick_is_read_when_asked(monkeypatch):
     from transformer_book import viz
     monkeypatch.setenv("BOOK_QUICK", "1")

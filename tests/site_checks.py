@@ -1,0 +1,112 @@
+"""What the tests of the built book share (tests/test_site_*.py): its pages, screenshots,
+and a figure's state read in the page and its slider moved with the mouse.
+
+The site is built once per session in quick mode (``BOOK_QUICK=1``) into
+``_build/quick/_build/html``, unless ``BOOK_HTML`` names an existing build (for example
+``BOOK_HTML=_build/html`` after ``make book``), and served on 127.0.0.1: the site, its
+server, the browser and ``open_page`` are fixtures of tests/conftest.py, which marks every
+test using them ``browser``. Screenshots go to ``_build/screenshots/<test name>/``.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+SCREENSHOTS = REPO / "_build" / "screenshots"
+
+
+def _toc_pages() -> list[str]:
+    """The site's pages in _toc.yml order, as paths relative to the html root."""
+    text = (REPO / "_toc.yml").read_text()
+    files = re.findall(r"^\s*(?:root|-\s*file)\s*:\s*(\S+)", text, flags=re.M)
+    return [f"{f.rsplit('.', 1)[0] if f.endswith(('.md', '.ipynb')) else f}.html" for f in files]
+
+
+PAGES = _toc_pages()
+
+
+def screenshot(target, request, capsys, name: str) -> Path:
+    """Save a PNG of a whole page (full length) or of one element handle."""
+    folder = SCREENSHOTS / request.node.originalname
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
+    if hasattr(target, "goto"):
+        target.screenshot(path=str(path), full_page=True)
+    else:
+        target.screenshot(path=str(path))
+    with capsys.disabled():
+        print(f"\n  screenshot: {path.relative_to(REPO)}", end="")
+    return path
+
+
+FIGURES_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map((gd) => {
+  const fl = gd._fullLayout || {};
+  const text = (t) => (t && typeof t === 'object') ? (t.text || '') : (t || '');
+  const sub = fl._subplots || {};
+  const axes = {};
+  for (const id of [...(sub.xaxis || []), ...(sub.yaxis || [])]) {
+    const name = id[0] + 'axis' + id.slice(1);
+    if (fl[name] && fl[name].visible === false) continue;     // a hidden axis (a diagram)
+    axes[name] = text(fl[name] && fl[name].title);
+  }
+  const colorbars = (gd.data || [])
+    .filter((t) => ['heatmap', 'contour', 'histogram2d'].includes(t.type) && t.showscale !== false)
+    .map((t) => text(t.colorbar && t.colorbar.title));
+  const box = gd.getBoundingClientRect();
+  return {title: text(fl.title), axes, colorbars, drawn: !!gd.querySelector('svg.main-svg'),
+          width: box.width, height: box.height, sliders: (gd.layout.sliders || []).length};
+})"""
+
+
+def figures(page) -> list[dict]:
+    return page.evaluate(FIGURES_JS)
+
+
+def _figure_handle(page, title_words: str):
+    handle = page.evaluate_handle(
+        """(words) => Array.from(document.querySelectorAll('.js-plotly-plot'))
+             .find((gd) => (gd._fullLayout.title.text || '').includes(words)) || null""",
+        title_words)
+    assert handle.json_value() is not None, f"no figure titled ...{title_words}..."
+    return handle
+
+
+def figure_state(page, title_words: str) -> dict:
+    """Title, active slider step, visible traces and their data of one figure."""
+    gd = _figure_handle(page, title_words)
+    return page.evaluate(
+        """(gd) => ({title: gd._fullLayout.title.text,
+                     active: gd._fullLayout.sliders.length ? gd._fullLayout.sliders[0].active : null,
+                     visible: gd.data.map((t, i) => t.visible === false ? -1 : i).filter((i) => i >= 0),
+                     z: JSON.stringify(gd.data.filter((t) => t.visible !== false).map((t) => t.z || t.y))})""",
+        gd)
+
+
+def move_slider(page, title_words: str, step: int | None = None) -> tuple[dict, dict]:
+    """Click step ``step`` of the first slider of the figure titled ``...title_words...``
+    with the mouse, as a reader would; returns the figure's state before and after.
+    ``step=None``: the last step, or the first when the last is already active."""
+    before = figure_state(page, title_words)
+    gd = _figure_handle(page, title_words)
+    gd.scroll_into_view_if_needed()
+    ticks = gd.query_selector_all(".slider-container .slider-tick-rect")   # one per step
+    rail = gd.query_selector(".slider-container .slider-rail-touch-rect")
+    assert ticks and rail, f"figure ...{title_words}... has no slider"
+    if step is None:
+        step = 0 if before["active"] == len(ticks) - 1 else len(ticks) - 1
+    tick_box, rail_box = ticks[step].bounding_box(), rail.bounding_box()
+    page.mouse.click(tick_box["x"] + tick_box["width"] / 2, rail_box["y"] + rail_box["height"] / 2)
+    page.wait_for_timeout(400)
+    return before, figure_state(page, title_words)
+
+
+PHONE = (390, 844)
+
+
+def _overlap(a, b) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]

@@ -1,0 +1,143 @@
+"""The book's figures in Chromium, as a reader uses them: sliders moved with the mouse
+show another head or layer, the paper's Figures 1 and 2 (transformer_book/diagram.py) are
+clean diagrams linked to the book's sections and to the source, and phone_layout.js labels
+axes with numbers and every row (tests/site_checks.py: the site and the figure helpers)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from site_checks import PHONE, _figure_handle, _overlap, move_slider, screenshot
+
+
+# Figures whose slider must change what is shown: (page, words in the figure's title).
+SLIDER_FIGURES = [
+    ("book/04_multi_head.html", "Decoder attention over the source"),
+    ("book/04_multi_head.html", "Encoder self-attention"),
+    ("book/03_attention.html", "under each mask"),
+    ("book/09_attention_explorer.html", "Attention explorer"),   # the trained model's heads
+]
+
+
+@pytest.mark.parametrize("path, title_words", SLIDER_FIGURES)
+def test_slider_changes_figure(path, title_words, open_page, request, capsys):
+    opened = open_page(path)
+    before, after = move_slider(opened.page, title_words)
+    slug = re.sub(r"\W+", "_", title_words).strip("_")
+    figure = _figure_handle(opened.page, title_words).as_element()
+    screenshot(figure, request, capsys, f"{Path(path).stem}-{slug}")
+    assert after["active"] != before["active"], (before["active"], after["active"])
+    assert after["title"] != before["title"], "the title does not follow the slider"
+    assert after["visible"] and after["visible"] != before["visible"], "same traces shown"
+    assert after["z"] != before["z"], "the data shown did not change"
+    assert not opened.errors, opened.errors
+
+
+DIAGRAM_JS = """() => Array.from(document.querySelectorAll('svg.book-diagram'), (svg) => {
+    const box = (e) => { const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
+    return {svg: box(svg), texts: Array.from(svg.querySelectorAll('text'), (t) => [t.textContent, box(t)]),
+            blocks: Array.from(svg.querySelectorAll('g.block'), (g) => ({
+              rect: box(g.querySelector('rect')), texts: Array.from(g.querySelectorAll('text'), box),
+              links: Array.from(g.querySelectorAll('a'), (a) => a.getAttribute('href'))}))};
+  })"""
+
+
+def _clean_diagram(d: dict, viewport) -> None:
+    """One drawn diagram (DIAGRAM_JS): no two texts overlap, every text lies inside the
+    drawing and each block's texts inside its block."""
+    assert d["svg"][2] - d["svg"][0] <= viewport[0], d["svg"]
+    shrunk = [(t, [b[0] + 0.5, b[1] + 0.5, b[2] - 0.5, b[3] - 0.5]) for t, b in d["texts"]]
+    crossing = [(a[0], b[0]) for i, a in enumerate(shrunk) for b in shrunk[i + 1:]
+                if _overlap(a[1], b[1])]
+    assert not crossing, crossing
+    assert all(_inside(b, d["svg"]) for _, b in d["texts"]), d["texts"]
+    for block in d["blocks"]:
+        assert all(_inside(t, block["rect"]) for t in block["texts"]), block
+
+
+def _inside(inner, outer) -> bool:
+    return (inner[0] >= outer[0] - 0.5 and inner[1] >= outer[1] - 0.5
+            and inner[2] <= outer[2] + 0.5 and inner[3] <= outer[3] + 0.5)
+
+
+@pytest.mark.parametrize("viewport", [(1280, 900), PHONE])
+def test_figure_1_is_a_clean_diagram(viewport, open_page, site_dir, request, capsys):
+    """Chapter 1's Figure 1 (transformer_book/diagram.py): at 1280 and 390 px no two of
+    its texts overlap, each block's name and file lie inside the block, every text inside
+    the drawing, and each block links a page of the book and its source file on GitHub."""
+    opened = open_page("book/01_introduction.html", viewport=viewport)
+    page = opened.page
+    diagrams = page.evaluate(DIAGRAM_JS)
+    assert len(diagrams) == 1, diagrams
+    figure = page.query_selector("figure.book-diagram")
+    figure.scroll_into_view_if_needed()
+    screenshot(figure, request, capsys, f"figure1-{viewport[0]}")
+    d = diagrams[0]
+    assert len(d["blocks"]) == 16 and len(d["texts"]) >= 36, d["blocks"]
+    _clean_diagram(d, viewport)
+    for block in d["blocks"]:
+        page_link, source = block["links"]
+        assert (site_dir / "book" / page_link).is_file(), page_link
+        assert source.startswith("https://github.com/") and source.endswith(".py"), source
+    assert not opened.errors, opened.errors
+
+
+@pytest.mark.parametrize("viewport", [(1280, 900), PHONE])
+@pytest.mark.parametrize("path, blocks", [("book/03_attention.html", 5),
+                                          ("book/04_multi_head.html", 6)], ids=["left", "right"])
+def test_figure_2_is_a_clean_diagram(path, blocks, viewport, open_page, site_dir, request,
+                                     capsys):
+    """The paper's Figure 2, its left half in chapter 3 and its right half in chapter 4
+    (transformer_book/diagram.py ``flow``): as clean as Figure 1 at 1280 and 390 px, each
+    box's name linking a section that exists on its page, its file:line a line on GitHub."""
+    opened = open_page(path, viewport=viewport)
+    page = opened.page
+    diagrams = page.evaluate(DIAGRAM_JS)
+    assert len(diagrams) == 1, diagrams
+    figure = page.query_selector("figure.book-diagram")
+    figure.scroll_into_view_if_needed()
+    screenshot(figure, request, capsys, f"figure2-{path.split('/')[-1][:2]}-{viewport[0]}")
+    d = diagrams[0]
+    assert len(d["blocks"]) == blocks, d["blocks"]
+    _clean_diagram(d, viewport)
+    for block in d["blocks"]:
+        section, source = block["links"]
+        name, _, anchor = section.partition("#")
+        html = (site_dir / "book" / name).read_text(encoding="utf-8")
+        assert not anchor or f'id="{anchor}"' in html, section
+        assert re.fullmatch(r"https://github\.com/\S+\.py#L\d+", source), source
+    assert not opened.errors, opened.errors
+
+
+AXES_JS = """async () => {
+  const box = document.createElement('div');
+  document.querySelector('main article, [role=main]').prepend(box);
+  const names = Array.from({length: 24}, (_, i) => 'row-' + String.fromCharCode(65 + i) + i);
+  const ratio = names.map((_, i) => 0.3 * Math.pow(10, ((i * 7) % 24) / 23));     // 0.3 to 3
+  const gd = document.createElement('div');
+  box.append(gd);
+  await window.attentionBook.newPlot(gd, [{type: 'bar', x: names, y: ratio, name: 'ratio'}],
+    {title: {text: 'a log axis within one power of ten'}, height: 460,
+     xaxis: {title: {text: 'row'}, tickangle: -45}, yaxis: {title: {text: 'ratio'}, type: 'log'}},
+    {responsive: true});
+  await new Promise((r) => setTimeout(r, 300));
+  const labels = (axis) => Array.from(gd.querySelectorAll('.' + axis + 'tick > text'), (t) => t.textContent);
+  const out = {x: labels('x'), y: labels('y')};
+  box.remove();
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("width", [PHONE[0], 1280])
+def test_axes_label_every_row_and_write_numbers(width, open_page):
+    """phone_layout.js after a draw: a log axis from 0.3 to 3 is labelled with numbers
+    (0.5, 1, 2), not plotly's digits between powers of ten (0.5 as "5"), and 24 bar names
+    each get a label, at 390 px too (plotly alone labels every second one)."""
+    opened = open_page("book/11_table3.html", viewport=(width, 844))
+    labels = opened.page.evaluate(AXES_JS)
+    assert len(labels["x"]) == 24, labels["x"]
+    numbers = [float(t) for t in labels["y"]]
+    assert len(numbers) >= 3 and min(numbers) >= 0.25 and max(numbers) <= 3.5, labels["y"]
+    assert not opened.errors, opened.errors
