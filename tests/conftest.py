@@ -2,6 +2,7 @@ import functools
 import http.server
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -15,6 +16,9 @@ import processes
 from corpus_host import OFFLINE, rehearse_a_fresh_machine
 
 rehearse_a_fresh_machine()      # an empty data root, corpora from local hosts (corpus_host.py)
+# each test leaves the process state (signal handlers, working directory, environment,
+# torch's threads...) as it found it, or fails (tests/state_guard.py)
+pytest_plugins = ["state_guard", "pytester"]   # pytester: tests/test_state_guard.py
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
@@ -36,6 +40,16 @@ def _end_its_processes():
     before = processes.children()
     yield
     processes.end_new_processes(before)
+
+
+@pytest.fixture
+def ctrl_c():
+    """Ctrl-C as in a terminal, for one test: SIGINT raises KeyboardInterrupt in this process
+    (and a process it starts begins with the default handler), also when the test run was
+    started with SIGINT ignored, as a background job, under nohup or with no terminal."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture(scope="module")

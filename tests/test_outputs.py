@@ -354,7 +354,7 @@ def interrupt_at(k: int, files: tuple[str, ...], start):
     return tracer, seen
 
 
-def test_ctrl_c_reports_the_lines_in_the_file_wherever_it_lands(capsys, toy, tmp_path):
+def test_ctrl_c_reports_the_lines_in_the_file_wherever_it_lands(capsys, toy, tmp_path, ctrl_c):
     import transformer.decoding as decoding
     import transformer.output as output
     source, target = tmp_path / "in.txt", tmp_path / "out.txt"
