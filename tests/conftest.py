@@ -12,6 +12,7 @@ from urllib.parse import urlparse
 import pytest
 import torch
 
+import corpus_host
 import processes
 from corpus_host import OFFLINE, rehearse_a_fresh_machine
 
@@ -23,6 +24,11 @@ pytest_plugins = ["state_guard", "pytester"]   # pytester: tests/test_state_guar
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 QUICK_OUT = REPO / "_build" / "quick"
+
+
+def pytest_report_header(config):
+    """Where the corpora come from, or why the tests that need them skip (corpus_host.py)."""
+    return corpus_host.report()
 
 
 @pytest.fixture(autouse=True)
@@ -65,19 +71,21 @@ def one_thread():
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """The offline copy of the corpora (tests/corpus_host.py: ../shared/data beside the
-    repo, or $TRANSFORMER_TEST_CORPORA), for tests that read it directly.
+    """The offline copy of the corpora, for tests that read it directly
+    (tests/corpus_host.py: ../shared/data beside the repo, $TRANSFORMER_TEST_CORPORA, or
+    the test cache the run fetched them into from their hosts).
 
-    Missing corpora skip the tests that need them, except under CI (``CI`` set, as CI
-    services and .ci/run do): there they fail, so a green run has run every test.
+    Corpora that cannot be had skip the tests that need them only where a host cannot be
+    reached, and never under CI (``CI`` set, as CI services and .ci/run do): there they
+    fail, so a green run has run every test.
     """
-    root = OFFLINE
-    if not (root / "multi30k-en-de").is_dir():
-        message = f"offline corpora not found at {root} (set TRANSFORMER_TEST_CORPORA)"
-        if os.environ.get("CI"):
-            pytest.fail(f"{message}; CI is set, so this fails instead of skipping")
-        pytest.skip(message)
-    return root
+    why = corpus_host.missing()
+    if why is not None:
+        if corpus_host.skipped():
+            pytest.skip(why)
+        pytest.fail(f"{why}; CI is set, so this fails instead of skipping"
+                    if os.environ.get("CI") else why)
+    return OFFLINE
 
 
 @pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
