@@ -23,6 +23,10 @@ blocked signals and interval timers; the working directory and umask; ``os.envir
 handling and print options; the root logger's level; torch's intra- and inter-op thread
 counts, default dtype and device, grad, inference and anomaly modes, deterministic
 algorithms, float32 matmul precision and the cuDNN flags.
+
+Not counted as a test's doing: what a library does on its first use, the same whichever
+test uses it first (``LIBRARY_*`` below: torch's compiler and sympy); and, around a
+module, the warnings filters, which pytest sets anew for each test from its marks.
 """
 from __future__ import annotations
 
@@ -39,9 +43,17 @@ from pathlib import Path
 import pytest
 
 # PYTEST_CURRENT_TEST names the running phase: pytest changes it, not the test.
-# TORCHINDUCTOR_CACHE_DIR: torch records its compile cache's folder (its default, the
-# same for every later use) the first time it looks it up.
-IGNORED_ENVIRON = {"PYTEST_CURRENT_TEST", "TORCHINDUCTOR_CACHE_DIR"}
+IGNORED_ENVIRON = {"PYTEST_CURRENT_TEST"}
+# What a library does the first time a test uses it, the same whichever test that is (and
+# again in a later one if undone): not the test's doing, so taken as the new state.
+# torch's compiler (torch.compile) records its cache folder (its default) and a pointer
+# its compiled code reads in the environment, lifts the recursion limit to 2000 for deep
+# graphs, and imports setuptools, which puts its vendored packages on sys.path; sympy,
+# imported by torch on first need, shows each of its deprecation warnings once.
+LIBRARY_ENVIRON = {"TORCHINDUCTOR_CACHE_DIR", "_TORCHINDUCTOR_PYOBJECT_TENSOR_DATA_PTR"}
+LIBRARY_RECURSION_LIMIT = 2000
+LIBRARY_PATH = os.path.join("setuptools", "_vendor")
+LIBRARY_WARNINGS = ("sympy.",)
 UNCATCHABLE = {signal.SIGKILL, signal.SIGSTOP}
 HANDLERS = {signal.SIG_DFL: "SIG_DFL", signal.SIG_IGN: "SIG_IGN",
             signal.default_int_handler: "default_int_handler", None: "set outside Python"}
@@ -147,101 +159,132 @@ def _show(key: str, value) -> str:
     return repr(value)
 
 
-def differences(before: dict, after: dict) -> list[str]:
-    """One line for each thing that changed from ``before`` to ``after``."""
-    lines = []
-    for key in before.keys() | after.keys():
-        if key not in before or key not in after:
-            continue                       # torch or numpy imported by the test: not a change
+def _library_filter(entry) -> bool:
+    category = entry[2]
+    return entry[0] == "once" and category.__module__.startswith(LIBRARY_WARNINGS)
+
+
+def differences(before: dict, after: dict) -> dict[str, list[str]]:
+    """What changed from ``before`` to ``after`` (less what a library does on first use,
+    see above): the key of each changed thing, with one line for each change."""
+    changed: dict[str, list[str]] = {}
+    for key in before:
+        if key not in after:
+            continue
         was, now = before[key], after[key]
         if was == now:
             continue
         if key == "environment":
-            for name in sorted(was.keys() | now.keys()):
-                if was.get(name) != now.get(name):
-                    lines.append(f"environment variable {name}: "
-                                 f"{'unset' if name not in was else repr(was[name])} -> "
-                                 f"{'unset' if name not in now else repr(now[name])}")
+            lines = [f"environment variable {name}: "
+                     f"{'unset' if name not in was else repr(was[name])} -> "
+                     f"{'unset' if name not in now else repr(now[name])}"
+                     for name in sorted(was.keys() | now.keys())
+                     if was.get(name) != now.get(name) and name not in LIBRARY_ENVIRON]
         elif key in ("sys.path", "warnings.filters"):
+            library = (lambda x: x.endswith(LIBRARY_PATH)) if key == "sys.path" \
+                else _library_filter
             added = [x for x in now if x not in was]
             removed = [x for x in was if x not in now]
-            lines.append(f"{key}: {len(was)} -> {len(now)} entries"
-                         + (f", added {added!r}" if added else "")
-                         + (f", removed {removed!r}" if removed else "")
-                         + ("" if added or removed else ", reordered"))
+            if not removed and all(map(library, added)) and \
+                    [x for x in now if x not in added] == was:
+                continue
+            lines = [f"{key}: {len(was)} -> {len(now)} entries"
+                     + (f", added {added!r}" if added else "")
+                     + (f", removed {removed!r}" if removed else "")
+                     + ("" if added or removed else ", reordered")]
+        elif key == "recursion limit" and now == max(was, LIBRARY_RECURSION_LIMIT):
+            continue
         else:
-            lines.append(f"{key}: {_show(key, was)} -> {_show(key, now)}")
-    order = list(before)                   # as snapshot() lists them: SIGINT first
-    return sorted(lines, key=lambda line: next(
-        (i for i, key in enumerate(order) if line.startswith(key)
-         or (key == "environment" and line.startswith("environment variable"))), len(order)))
+            lines = [f"{key}: {_show(key, was)} -> {_show(key, now)}"]
+        if lines:
+            changed[key] = lines
+    return changed                         # in snapshot()'s order: SIGINT first
 
 
-def restore(before: dict) -> None:
-    """Put back what can be put back of ``before`` (what the guard found changed)."""
-    now = snapshot()
+def restore(before: dict, changed) -> None:
+    """Put back the ``changed`` things (keys of :func:`snapshot`) as they were in
+    ``before``, where they can be put back (torch's inter-op threads cannot)."""
     for number in _signals():
         key = f"{_signal_name(number)} handler"
-        if now.get(key) != before.get(key) and before.get(key) is not None:
+        if key in changed and before[key] is not None:
             try:
                 signal.signal(number, before[key])
             except (OSError, ValueError, TypeError):
                 pass
-    if now["blocked signals"] != before["blocked signals"]:
+    if "blocked signals" in changed:
         signal.pthread_sigmask(signal.SIG_SETMASK, before["blocked signals"])
     for name in ("ITIMER_REAL", "ITIMER_VIRTUAL", "ITIMER_PROF"):
-        if not before[f"{name} armed"] and now[f"{name} armed"]:
+        if f"{name} armed" in changed and not before[f"{name} armed"]:
             signal.setitimer(getattr(signal, name), 0)
-    if before["working directory"] is not None and now["working directory"] != before["working directory"]:
+    if "working directory" in changed and before["working directory"] is not None:
         try:
             os.chdir(before["working directory"])
         except OSError:
             pass
-    os.umask(before["umask"])
-    if now["environment"] != before["environment"]:
-        for name in set(os.environ) - set(before["environment"]) - IGNORED_ENVIRON:
+    if "umask" in changed:
+        os.umask(before["umask"])
+    if "environment" in changed:
+        was = before["environment"]
+        for name in set(os.environ) - set(was) - IGNORED_ENVIRON - LIBRARY_ENVIRON:
             del os.environ[name]
-        os.environ.update(before["environment"])
-    sys.path[:] = before["sys.path"]
-    sys.settrace(before["trace function"])
-    sys.setprofile(before["profile function"])
-    sys.excepthook = before["sys.excepthook"]
-    sys.setrecursionlimit(before["recursion limit"])
-    warnings.filters[:] = before["warnings.filters"]
-    warnings._filters_mutated() if hasattr(warnings, "_filters_mutated") else None
-    try:
-        locale.setlocale(locale.LC_ALL, before["locale"])
-    except locale.Error:
-        pass
-    (gc.enable if before["gc enabled"] else gc.disable)()
-    socket.setdefaulttimeout(before["default socket timeout"])
-    logging.getLogger().setLevel(before["root logger level"])
+        os.environ.update({k: v for k, v in was.items() if os.environ.get(k) != v})
+    if "sys.path" in changed:
+        sys.path[:] = before["sys.path"]
+    if "trace function" in changed:
+        sys.settrace(before["trace function"])
+    if "profile function" in changed:
+        sys.setprofile(before["profile function"])
+    if "sys.excepthook" in changed:
+        sys.excepthook = before["sys.excepthook"]
+    if "recursion limit" in changed:
+        sys.setrecursionlimit(before["recursion limit"])
+    if "warnings.filters" in changed:
+        warnings.filters[:] = before["warnings.filters"]
+        warnings._filters_mutated()
+    if "locale" in changed:
+        try:
+            locale.setlocale(locale.LC_ALL, before["locale"])
+        except locale.Error:
+            pass
+    if "gc enabled" in changed:
+        (gc.enable if before["gc enabled"] else gc.disable)()
+    if "default socket timeout" in changed:
+        socket.setdefaulttimeout(before["default socket timeout"])
+    if "root logger level" in changed:
+        logging.getLogger().setLevel(before["root logger level"])
     numpy = sys.modules.get("numpy")
-    if numpy is not None and "numpy error handling" in before:
+    if "numpy error handling" in changed:
         numpy.seterr(**before["numpy error handling"])
+    if "numpy print options" in changed:
         numpy.set_printoptions(**before["numpy print options"])
     torch = sys.modules.get("torch")
-    if torch is not None and "torch intra-op threads" in before:
-        torch.set_num_threads(before["torch intra-op threads"])   # inter-op: once per process
-        torch.set_default_dtype(before["torch default dtype"])
-        torch.set_grad_enabled(before["torch grad mode"])
-        torch.autograd.set_detect_anomaly(before["torch anomaly detection"])
-        torch.use_deterministic_algorithms(before["torch deterministic algorithms"])
-        torch.set_float32_matmul_precision(before["torch float32 matmul precision"])
+    setters = {
+        "torch intra-op threads": lambda v: torch.set_num_threads(v),
+        "torch default dtype": lambda v: torch.set_default_dtype(v),
+        "torch grad mode": lambda v: torch.set_grad_enabled(v),
+        "torch anomaly detection": lambda v: torch.autograd.set_detect_anomaly(v),
+        "torch deterministic algorithms": lambda v: torch.use_deterministic_algorithms(v),
+        "torch float32 matmul precision": lambda v: torch.set_float32_matmul_precision(v),
+        "torch default device": lambda v: torch.set_default_device(v),
+    }
+    for key, put_back in setters.items():
+        if key in changed:
+            put_back(before[key])
+    if "torch cudnn flags" in changed:
         (torch.backends.cudnn.enabled, torch.backends.cudnn.benchmark,
          torch.backends.cudnn.deterministic, torch.backends.cudnn.allow_tf32) = \
             before["torch cudnn flags"]
-        if "torch default device" in before:
-            torch.set_default_device(before["torch default device"])
 
 
-def check(before: dict, what: str) -> None:
-    """Fail (``pytest.fail``) naming each change since ``before``, after putting it back."""
-    changed = differences(before, snapshot())
+def check(before: dict, what: str, leave_out: tuple[str, ...] = ()) -> None:
+    """Fail (``pytest.fail``) naming each change since ``before``, after putting it back;
+    ``leave_out``: keys not compared."""
+    changed = differences({k: v for k, v in before.items() if k not in leave_out}, snapshot())
     if changed:
-        restore(before)
+        restore(before, changed)
+        lines = [line for key in changed for line in changed[key]]
         pytest.fail(f"{what} left the process state changed (set it in the test and restore "
-                    f"it: monkeypatch, a fixture, try/finally):\n  " + "\n  ".join(changed),
+                    f"it: monkeypatch, a fixture, try/finally):\n  " + "\n  ".join(lines),
                     pytrace=False)
 
 
@@ -279,5 +322,7 @@ def pytest_runtest_teardown(item, nextitem):
             _module_state.get("module") is module:
         before = _module_state.pop("before")
         _module_state.clear()
-        check(before, f"{module.nodeid} (its module- or class-scoped fixtures)")
+        # pytest sets the warnings filters anew for each test, from its marks
+        check(before, f"{module.nodeid} (its module- or class-scoped fixtures)",
+              leave_out=("warnings.filters",))
     return result

@@ -7,6 +7,7 @@ TESTS = Path(__file__).resolve().parent
 PLANTED = '''
 import os
 import signal
+import warnings
 
 import pytest
 import torch
@@ -39,12 +40,17 @@ def test_sets_a_variable_with_monkeypatch(monkeypatch):
     monkeypatch.setenv("PLANTED_LEAK", "1")
 
 
+def test_turns_warnings_off():
+    warnings.simplefilter("ignore")
+
+
 def test_changes_torch_threads():
     torch.set_num_threads(THREADS + 1)
 
 
 def test_after_them_all_is_as_it_was():
     assert "PLANTED_LEAK" not in os.environ and torch.get_num_threads() == THREADS
+    assert ("ignore", None, Warning, None, 0) not in warnings.filters
 
 
 @pytest.fixture(scope="module")
@@ -64,15 +70,16 @@ def test_a_planted_leak_fails_the_test_that_left_it(pytester, monkeypatch, ctrl_
     result = pytester.runpytest_subprocess("-p", "state_guard", "-p", "no:cacheprovider",
                                            timeout=600)
     out = result.stdout.str()
-    result.assert_outcomes(passed=9, errors=5)
+    result.assert_outcomes(passed=10, errors=6)
     errors = {line.split("::")[1].split()[0] for line in out.splitlines()
               if line.startswith("ERROR test_planted.py::")}
     assert errors == {"test_sets_sigint_ignored_and_leaves_it", "test_moves_to_another_folder",
                       "test_sets_a_variable", "test_changes_torch_threads",
+                      "test_turns_warnings_off",
                       "test_in_a_module_whose_fixture_leaks"}, out
     for named in ("SIGINT handler: default_int_handler -> SIG_IGN",
                   "working directory: ", "environment variable PLANTED_LEAK: unset -> '1'",
-                  "torch intra-op threads: ",
+                  "torch intra-op threads: ", "warnings.filters: ",
                   "test_planted.py (its module- or class-scoped fixtures) left the process "
                   "state changed", "torch default dtype: torch.float32 -> torch.float64"):
         assert named in out, (named, out)
