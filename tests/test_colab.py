@@ -19,9 +19,9 @@ run. Here it does, as on Colab:
 
 torch: PyPI's Linux wheel of Colab's release. It is a CUDA build (Colab's is the CUDA
 12.8 one, which only PyTorch's own index serves; PyPI's has its CUDA libraries as
-packages) and runs on a CPU. Every torch that PyPI has for Python 3.13 on Linux is such a
-build, of about the same size, so no lighter torch would rehearse Colab's Python faster.
-The environment (about 5 GB, 2.6 GB downloaded) takes a few minutes to build: it is
+packages) and runs on a CPU. PyPI's torch for Linux on x86-64 is always such a build and
+does not import without its CUDA libraries, so no lighter torch would rehearse Colab's
+Python faster. The environment (several GB) takes minutes to build: it is
 built once into .cache/colab-venv/ (git-ignored), keyed by the Python and
 ``PREINSTALLED``, and each test runs in a hard-linked copy of it that is thrown away, so
 every run starts from the same untouched environment.
