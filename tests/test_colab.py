@@ -42,6 +42,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -199,7 +200,15 @@ def test_a_chapter_runs_on_colab_after_its_own_install_cell(chapter, colab_envir
         kernel_dirs=[str(tmp_path / "kernels")]))
     client = NotebookClient(notebook, km=manager, timeout=3600,    # a hang guard per cell
                             resources={"metadata": {"path": str(content)}})
-    client.execute(env=kernel_environment(tmp_path / "home"))
+    # execute() hands SIGINT and SIGTERM to asyncio while it runs and then leaves them at
+    # Python's defaults, whatever they were (SIGINT ignored, in a run started as a
+    # background job): put them back
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        client.execute(env=kernel_environment(tmp_path / "home"))
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
 
     printed = "".join(o.get("text", "") for o in check.outputs)
     found = json.loads(printed)
