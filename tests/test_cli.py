@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import processes
 from helpers import one_line_error, run_cli, train_args, write_corpus
 from transformer.tools import cli
 from transformer.training.command import train_command, train_config
@@ -550,7 +551,7 @@ def test_ctrl_c_during_translate_keeps_the_finished_lines(toy_runs, tmp_path):
                                  target, "--threads", "1"], env=env, stderr=stderr,
                                 # Ctrl-C as in a terminal, also when the tests run as a
                                 # background job (which starts with SIGINT ignored)
-                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                                preexec_fn=processes.ctrl_c_as_in_a_terminal)
     try:
         # the lines go into a temporary file beside out.txt until the end (or Ctrl-C)
         deadline = time.monotonic() + 120                      # hang guards only
