@@ -17,6 +17,17 @@ from .switches import book_settings, pick, quick  # noqa: F401  (re-exported)
 
 
 # --------------------------------------------------------------------- helpers
+def glue(name: str, value, display: bool = False):
+    """myst-nb's ``glue``: ``value`` under ``name``, for the page's text to show with
+    ``{glue:text}`name```. Where myst-nb is not installed (Colab, whose install cell adds
+    only what the package needs), it does nothing: the text there shows the role as written."""
+    try:
+        from myst_nb import glue as myst_glue
+    except ImportError:
+        return None
+    return myst_glue(name, value, display=display)
+
+
 def piece_words(pieces: Sequence[str]) -> list[str]:
     """The whole word each BPE piece belongs to (``"▁L", "aw"`` -> ``"Law", "Law"``), for
     finding a word among pieces; a special token (``⟨/s⟩``) or a piece of punctuation is a
