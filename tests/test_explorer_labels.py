@@ -38,9 +38,3 @@ def test_pieces_are_found_by_their_word():
     pieces = ["▁The", "▁L", "aw", "▁will", ",", "▁its", ".", "⟨/s⟩"]
     assert viz.piece_words(pieces) == ["The", "Law", "Law", "will", ",", "its", ".", "⟨/s⟩"]
 
-
-def test_glue_without_myst_nb_does_nothing(monkeypatch):
-    """On Colab, whose install cell adds no myst-nb, a chapter's glue cells still run."""
-    import sys
-    monkeypatch.setitem(sys.modules, "myst_nb", None)          # import myst_nb: ImportError
-    assert viz.glue("x", "1") is None

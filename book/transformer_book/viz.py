@@ -17,34 +17,6 @@ from .switches import book_settings, pick, quick  # noqa: F401  (re-exported)
 
 
 # --------------------------------------------------------------------- helpers
-def glue(name: str, value, display: bool = False):
-    """myst-nb's ``glue``: ``value`` under ``name``, for the page's text to show with
-    ``{glue:text}`name```. Where myst-nb is not installed (Colab, whose install cell adds
-    only what the package needs), it does nothing: the text there shows the role as written."""
-    try:
-        from myst_nb import glue as myst_glue
-    except ImportError:
-        return None
-    return myst_glue(name, value, display=display)
-
-
-def piece_words(pieces: Sequence[str]) -> list[str]:
-    """The whole word each BPE piece belongs to (``"▁L", "aw"`` -> ``"Law", "Law"``), for
-    finding a word among pieces; a special token (``⟨/s⟩``) or a piece of punctuation is a
-    word of its own."""
-    def alone(p):
-        return p.startswith("⟨") or not any(c.isalnum() for c in p)
-
-    words, start = [], 0
-    for i, p in enumerate(pieces):
-        if i == 0 or p.startswith("▁") or alone(p) or alone(pieces[i - 1]):
-            start = i
-        words.append(start)
-    text = {s: "".join(pieces[j] for j in range(s, len(pieces)) if words[j] == s).lstrip("▁")
-            for s in set(words)}
-    return [text[s] for s in words]
-
-
 def token_labels(tokens: Sequence[str]) -> list[str]:
     """Unique axis labels ``"0:the", "1:cat", ...`` (repeated tokens would merge)."""
     return [f"{i}:{t}" for i, t in enumerate(tokens)]
@@ -245,6 +217,23 @@ def menu_slider_figure(make_trace, data, menu_labels: Sequence[str],
     for key, value in menu_layouts[active_menu].items():      # the initial menu's layout
         fig.update_layout({key.replace(".", "_"): value})
     return fig
+
+
+def piece_words(pieces: Sequence[str]) -> list[str]:
+    """The whole word each BPE piece belongs to (``"▁L", "aw"`` -> ``"Law", "Law"``), for
+    finding a word among pieces; a special token (``⟨/s⟩``) or a piece of punctuation is a
+    word of its own."""
+    def alone(p):
+        return p.startswith("⟨") or not any(c.isalnum() for c in p)
+
+    words, start = [], 0
+    for i, p in enumerate(pieces):
+        if i == 0 or p.startswith("▁") or alone(p) or alone(pieces[i - 1]):
+            start = i
+        words.append(start)
+    text = {s: "".join(pieces[j] for j in range(s, len(pieces)) if words[j] == s).lstrip("▁")
+            for s in set(words)}
+    return [text[s] for s in words]
 
 
 ATTENTION_KINDS = {   # recorder part -> (name, query side, key side)
