@@ -324,7 +324,7 @@ def _html_text(html: str) -> str:
     return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", html)))
 
 
-# "byte-pair": chapters 2 and 10 quote the same sentence of section 5.1; "LayerNorm": the
+# "byte-pair": chapter 2 and Under the hood C quote the same sentence of section 5.1; "LayerNorm": the
 # TeX of chapter 6's quotation; "attention": every chapter; "scale": inline maths (√d_k).
 @pytest.mark.parametrize("query", ["byte-pair", "LayerNorm", "attention", "scale"])
 def test_search_snippets_are_the_pages_own_prose(query, open_page, site_dir):
@@ -334,7 +334,7 @@ def test_search_snippets_are_the_pages_own_prose(query, open_page, site_dir):
     words is on its page, and no two pages show the same snippet."""
     opened = open_page(f"search.html?q={query}")
     results = _search_results(opened.page)
-    chapters = {href.split("#")[0] for href, _ in results if re.search(r"/\d\d_", href)}
+    chapters = {href.split("#")[0] for href, _ in results if re.search(r"/(\d\d|hood)_", href)}
     assert len(chapters) >= (10 if query == "attention" else 2), results
     seen: dict[str, str] = {}
     for href, snippet in results:
@@ -680,4 +680,28 @@ def test_explorer_menu_options_keep_texts_apart_on_a_phone(open_page):
         assert not overlapping, f"{label}: {overlapping[:6]}"
         clipped = page.evaluate(CLIPPED_JS)
         assert not clipped, f"{label}: {clipped[:6]}"
+    assert not opened.errors, opened.errors
+
+
+def test_explorer_cross_attention_rows_are_the_predicted_tokens(open_page):
+    """Chapter 9's explorer as built: for every sentence, the rows of encoder-decoder
+    attention are labelled by the token each row predicts, the decoder's input (the rows of
+    its self-attention) moved one to the left, then what the last row predicts (⟨/s⟩ when
+    the translation ended), and the axis title says so."""
+    opened = open_page("book/09_attention_explorer.html")
+    figure = _figure_handle(opened.page, "Attention explorer").as_element()
+    menu = opened.page.evaluate(
+        """(gd) => gd.layout.updatemenus[0].buttons.map((b) => ({label: b.label, y: b.args[0].y[0],
+                                                                 title: b.args[1]['yaxis.title.text']}))""",
+        figure)
+    by_label = {m["label"]: m for m in menu}
+    sentences = [label.split(": ")[0] for label in by_label if label.endswith("encoder-decoder attention")]
+    assert len(sentences) >= 3, list(by_label)
+    for sentence in sentences:
+        cross = by_label[f"{sentence}: encoder-decoder attention"]
+        decoder = by_label[f"{sentence}: decoder self-attention (masked)"]
+        rows = lambda m: [label.split(":", 1)[1] for label in m["y"]]
+        assert rows(decoder)[0] == "⟨s⟩" and rows(cross)[:-1] == rows(decoder)[1:], (sentence, rows(cross))
+        assert rows(cross)[-1] == "⟨/s⟩" or len(rows(cross)) > 20, (sentence, rows(cross))
+        assert "predicts" in cross["title"] and "predicts" not in decoder["title"], cross["title"]
     assert not opened.errors, opened.errors
