@@ -10,7 +10,7 @@ import pytest
 
 from transformer.tools import ablation
 from transformer_book import table3
-from transformer_book.results import RESULTS
+from transformer_book.records import RESULTS
 
 
 def change(bleu=2.0, bleu_err=0.5, ppl=1.0, paper_bleu=-1.0):
