@@ -88,6 +88,21 @@ def shared_data() -> Path:
     return OFFLINE
 
 
+@pytest.fixture
+def records_host(tmp_path, monkeypatch):
+    """A machine without a checkout (Colab, a pip install): no ``book/results``, a new
+    ``HOME``, and the committed records served by a local stand-in for the repository's
+    host (tests/record_host.py), which ``transformer_book.records`` fetches them from."""
+    from record_host import RecordHost
+    from transformer_book import records
+    host = RecordHost(records.RESULTS)
+    monkeypatch.setattr(records, "RESULTS", tmp_path / "no-checkout")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv(records.URL_ENV, host.url)
+    yield host
+    host.close()
+
+
 @pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
     not torch.cuda.is_available(), reason="no CUDA device here"))])
 def device(request) -> torch.device:

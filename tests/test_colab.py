@@ -32,18 +32,22 @@ once; ``make test-colab`` every chapter (``COLAB_CHAPTERS=all``), which takes fa
 than the rest of ``make test``. As on Colab there is no ``$TRANSFORMER_DATA`` and ``HOME``
 is a new folder: a chapter that reads a corpus fetches it on first use, Multi30k from the
 local host that stands in for its repository (tests/corpus_host.py), Tatoeba from the
-installed package. Without a Python 3.13 the rehearsal is skipped, except under CI (``CI``
+installed package; the result records that a chapter reads (``transformer_book.records``)
+come from the repository, here a local host serving the bare clone's committed
+``book/results`` (tests/record_host.py). Without a Python 3.13 the rehearsal is skipped, except under CI (``CI``
 set), where it fails.
 """
 from __future__ import annotations
 
 import fcntl
 import hashlib
+import io
 import json
 import os
 import shutil
 import signal
 import subprocess
+import tarfile
 import tempfile
 from pathlib import Path
 
@@ -51,6 +55,7 @@ import pytest
 
 import helpers
 import processes
+from record_host import RecordHost
 
 REPO = Path(__file__).resolve().parents[1]
 BOOK = REPO / "book"
@@ -153,20 +158,36 @@ def clone(tmp_path_factory) -> Path:
     return bare
 
 
-def kernel_environment(home: Path) -> dict:
+@pytest.fixture(scope="module")
+def records_host(clone, tmp_path_factory):
+    """The repository's host of the result records, serving the clone's committed
+    ``book/results``."""
+    folder = tmp_path_factory.mktemp("records")
+    done = subprocess.run(["git", "--git-dir", str(clone), "archive", "HEAD", "book/results"],
+                          capture_output=True, check=True, timeout=600)
+    with tarfile.open(fileobj=io.BytesIO(done.stdout)) as tar:
+        tar.extractall(folder, filter="data")
+    host = RecordHost(folder / "book" / "results")
+    yield host
+    host.close()
+
+
+def kernel_environment(home: Path, records_url: str) -> dict:
     """The kernel's environment: ours less what would let it see this checkout, a data
-    folder or our allocator settings, with ``HOME`` at ``home`` (see above)."""
+    folder or our allocator settings, with ``HOME`` at ``home`` and the result records'
+    host at ``records_url`` (see above)."""
     drop = ("PYTHONPATH", "VIRTUAL_ENV", "LD_PRELOAD", "MALLOC_CONF", "TRANSFORMER_CACHE",
             "JUPYTER_PATH", "PYTHONSTARTUP", "TRANSFORMER_DATA")
     env = {k: v for k, v in os.environ.items() if k not in drop}
     env.setdefault("OMP_NUM_THREADS", "1")
     env["HOME"] = str(home)
+    env["TRANSFORMER_RECORDS_URL"] = records_url
     return env
 
 
 @pytest.mark.parametrize("chapter", chapters())
 def test_a_chapter_runs_on_colab_after_its_own_install_cell(chapter, colab_environment,
-                                                           clone, tmp_path):
+                                                           clone, records_host, tmp_path):
     import nbformat
     from jupyter_client import KernelManager
     from jupyter_client.kernelspec import KernelSpecManager
@@ -204,8 +225,9 @@ def test_a_chapter_runs_on_colab_after_its_own_install_cell(chapter, colab_envir
     # Python's defaults, whatever they were (SIGINT ignored, in a run started as a
     # background job): put them back
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    asked = len(records_host.requests)
     try:
-        client.execute(env=kernel_environment(tmp_path / "home"))
+        client.execute(env=kernel_environment(tmp_path / "home", records_host.url))
     finally:
         for number, handler in handlers.items():
             signal.signal(number, handler)
@@ -220,5 +242,7 @@ def test_a_chapter_runs_on_colab_after_its_own_install_cell(chapter, colab_envir
                 "torch": found["torch"].split("+")[0], "numpy": found["numpy"],
                 "plotly": found["plotly"]}
     assert versions == COLAB, printed
+    fetched = sorted({Path(r).stem for r in records_host.requests[asked:]})
     print(f"{chapter} ran on Colab's versions: Python {found['python']}, torch "
-          f"{found['torch']}, numpy {found['numpy']}, plotly {found['plotly']}")
+          f"{found['torch']}, numpy {found['numpy']}, plotly {found['plotly']}; records "
+          f"fetched: {', '.join(fetched) or 'none'}")

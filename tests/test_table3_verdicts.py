@@ -4,13 +4,12 @@ as an effect, and the committed study gets the verdicts its figures call for."""
 from __future__ import annotations
 
 import itertools
-import json
 
 import pytest
 
 from transformer.tools import ablation
 from transformer_book import table3
-from transformer_book.records import RESULTS
+from transformer_book import records
 
 
 def change(bleu=2.0, bleu_err=0.5, ppl=1.0, paper_bleu=-1.0):
@@ -39,7 +38,7 @@ def test_a_small_paper_difference_is_no_clear_effect():
 
 @pytest.fixture(scope="module")
 def committed():
-    results = json.loads((RESULTS / "table3.json").read_text())
+    results = records.load("table3")
     return table3.changes(results, ablation.ROWS)
 
 
