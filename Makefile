@@ -27,9 +27,13 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PY) -m pip install -q --no-deps -e .
 	touch $@
 
-# One pytest run: unit tests, every chapter under nbval (quick mode), and the tests marked
+# One pytest run: unit tests, every chapter under nbval (quick mode), the tests marked
 # `browser` (tests/conftest.py marks every test that uses the built site: it builds the site
-# in quick mode and checks it in headless Chromium).
+# in quick mode and checks it in headless Chromium), and chapter 1 rehearsed on Colab's
+# Python and torch (tests/test_colab.py: its environment is built once into
+# .cache/colab-venv, a few minutes, then the chapter takes seconds).
+# It passes however it is started: in the foreground, as a background job, under nohup or
+# with no terminal (a test that needs Ctrl-C sets it up itself: tests/state_guard.py).
 test: setup node-test
 	BOOK_QUICK=1 $(PY) -m pytest tests book --nbval-lax --nbval-current-env
 
@@ -53,10 +57,11 @@ test-book: setup
 	BOOK_QUICK=1 $(PY) -m pytest book tests/test_site_*.py --nbval-lax --nbval-current-env
 
 # A learner's first run on Colab, every chapter (`make test` rehearses chapter 1): each
-# chapter's own install cell in a fresh Python 3.11 environment holding only what Colab
-# preinstalls, then the chapter, in quick mode (tests/test_colab.py).
+# chapter's own install cell in a fresh environment of Colab's Python (3.13) holding only
+# what Colab preinstalls, at Colab's versions of torch, numpy and plotly, then the
+# chapter, in quick mode (tests/test_colab.py; -rP prints the versions each ran on).
 test-colab: setup
-	COLAB_CHAPTERS=all BOOK_QUICK=1 OMP_NUM_THREADS=1 $(PY) -m pytest tests/test_colab.py
+	COLAB_CHAPTERS=all BOOK_QUICK=1 OMP_NUM_THREADS=1 $(PY) -m pytest -rP tests/test_colab.py
 
 # Executes every chapter (execute_notebooks: force) and fails on any warning or cell error.
 # `clean` first: Sphinx would otherwise skip unchanged chapters and keep their old outputs.

@@ -2,6 +2,7 @@ import functools
 import http.server
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -11,14 +12,23 @@ from urllib.parse import urlparse
 import pytest
 import torch
 
+import corpus_host
 import processes
 from corpus_host import OFFLINE, rehearse_a_fresh_machine
 
 rehearse_a_fresh_machine()      # an empty data root, corpora from local hosts (corpus_host.py)
+# each test leaves the process state (signal handlers, working directory, environment,
+# torch's threads...) as it found it, or fails (tests/state_guard.py)
+pytest_plugins = ["state_guard", "pytester"]   # pytester: tests/test_state_guard.py
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
 QUICK_OUT = REPO / "_build" / "quick"
+
+
+def pytest_report_header(config):
+    """Where the corpora come from, or why the tests that need them skip (corpus_host.py)."""
+    return corpus_host.report()
 
 
 @pytest.fixture(autouse=True)
@@ -38,6 +48,16 @@ def _end_its_processes():
     processes.end_new_processes(before)
 
 
+@pytest.fixture
+def ctrl_c():
+    """Ctrl-C as in a terminal, for one test: SIGINT raises KeyboardInterrupt in this process
+    (and a process it starts begins with the default handler), also when the test run was
+    started with SIGINT ignored, as a background job, under nohup or with no terminal."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 @pytest.fixture(scope="module")
 def one_thread():
     """torch on one thread for a module's tests (``pytestmark =
@@ -51,19 +71,36 @@ def one_thread():
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """The offline copy of the corpora (tests/corpus_host.py: ../shared/data beside the
-    repo, or $TRANSFORMER_TEST_CORPORA), for tests that read it directly.
+    """The offline copy of the corpora, for tests that read it directly
+    (tests/corpus_host.py: ../shared/data beside the repo, $TRANSFORMER_TEST_CORPORA, or
+    the test cache the run fetched them into from their hosts).
 
-    Missing corpora skip the tests that need them, except under CI (``CI`` set, as CI
-    services and .ci/run do): there they fail, so a green run has run every test.
+    Corpora that cannot be had skip the tests that need them only where a host cannot be
+    reached, and never under CI (``CI`` set, as CI services and .ci/run do): there they
+    fail, so a green run has run every test.
     """
-    root = OFFLINE
-    if not (root / "multi30k-en-de").is_dir():
-        message = f"offline corpora not found at {root} (set TRANSFORMER_TEST_CORPORA)"
-        if os.environ.get("CI"):
-            pytest.fail(f"{message}; CI is set, so this fails instead of skipping")
-        pytest.skip(message)
-    return root
+    why = corpus_host.missing()
+    if why is not None:
+        if corpus_host.skipped():
+            pytest.skip(why)
+        pytest.fail(f"{why}; CI is set, so this fails instead of skipping"
+                    if os.environ.get("CI") else why)
+    return OFFLINE
+
+
+@pytest.fixture
+def records_host(tmp_path, monkeypatch):
+    """A machine without a checkout (Colab, a pip install): no ``book/results``, a new
+    ``HOME``, and the committed records served by a local stand-in for the repository's
+    host (tests/record_host.py), which ``transformer_book.records`` fetches them from."""
+    from record_host import RecordHost
+    from transformer_book import records
+    host = RecordHost(records.RESULTS)
+    monkeypatch.setattr(records, "RESULTS", tmp_path / "no-checkout")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv(records.URL_ENV, host.url)
+    yield host
+    host.close()
 
 
 @pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.skipif(

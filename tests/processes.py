@@ -11,6 +11,9 @@ reach. Two measures, used by ``tests/conftest.py``:
 * :func:`end_new_processes` ends, after each test, every child of this process that was
   not there before the test (its whole subtree, by SIGKILL), and reaps it.
 
+:func:`ctrl_c_as_in_a_terminal`, a ``preexec_fn``, starts a child that a test will
+interrupt with SIGINT's default action, however this run was started.
+
 :func:`run` is ``subprocess.run(..., capture_output=True, text=True)`` that starts the
 command in a session of its own and kills that whole process group when it times out or
 the test is interrupted (a hang guard, not a speed requirement: give it a generous limit).
@@ -90,6 +93,13 @@ def _kept(pid: int) -> bool:
     except OSError:
         return False
     return any(name in cmdline for name in KEEP)
+
+
+def ctrl_c_as_in_a_terminal() -> None:
+    """A ``preexec_fn``: the child starts with SIGINT's default action, as a command typed
+    in a terminal does, also where this process ignores SIGINT (a test run started as a
+    background job or under nohup): an ignored signal stays ignored across exec."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def run(cmd, *, timeout: float, **kwargs) -> subprocess.CompletedProcess:

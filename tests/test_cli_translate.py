@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import processes
 from helpers import one_line_error, run_cli
 from transformer.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from transformer.inference import load_model
@@ -117,7 +118,7 @@ def test_ctrl_c_during_translate_keeps_the_finished_lines(toy_runs, tmp_path):
                                  target, "--threads", "1"], env=env, stderr=stderr,
                                 # Ctrl-C as in a terminal, also when the tests run as a
                                 # background job (which starts with SIGINT ignored)
-                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                                preexec_fn=processes.ctrl_c_as_in_a_terminal)
     try:
         # the lines go into a temporary file beside out.txt until the end (or Ctrl-C)
         deadline = time.monotonic() + 120                      # hang guards only

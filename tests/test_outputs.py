@@ -392,7 +392,7 @@ def interrupt_at(k: int, files: tuple[str, ...], start):
     return tracer, seen
 
 
-def test_ctrl_c_reports_the_lines_in_the_file_wherever_it_lands(capsys, toy, tmp_path):
+def test_ctrl_c_reports_the_lines_in_the_file_wherever_it_lands(capsys, toy, tmp_path, ctrl_c):
     import transformer.translation as translation
     import transformer.output as output
     from transformer.tools import interrupts

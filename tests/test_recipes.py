@@ -128,9 +128,8 @@ def test_the_makefile_train_targets_are_the_recipe_commands():
         "train-small": "$(PY) -m transformer train --recipe small --out $(SMALL_RUN)"}
 
 
-def test_the_book_trains_the_book_and_quick_recipes():
-    import sys
-    sys.path.insert(0, str(REPO / "book"))
+def test_the_book_trains_the_book_and_quick_recipes(monkeypatch):
+    monkeypatch.syspath_prepend(REPO / "book")
     from transformer_book.runs import book_run_config
     assert book_run_config() == RECIPES["book"]
     assert book_run_config(quick=True) == RECIPES["quick"]

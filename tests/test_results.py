@@ -55,6 +55,56 @@ def test_a_record_without_provenance_is_refused(tmp_path, monkeypatch):
         records.load("compile_cpu")
 
 
+def test_without_a_checkout_a_record_is_fetched_once_from_the_repository(records_host):
+    """Colab has none of our folders: a record comes from the repository, once."""
+    committed = json.loads((REPO / "book/results/table3.json").read_text())
+    assert records.load("table3") == committed
+    assert records.load("table3") == committed and records.exists("table3")
+    assert records_host.requests == ["/book/results/table3.json"]        # then the cache
+    assert (records.cache_dir() / "table3.json").is_file()
+    assert results.norm_and_warmup_table().data.count("|") > 10          # chapter 7's table
+
+
+def test_a_record_the_repository_lacks_is_missing_not_an_error(records_host):
+    assert not records.exists("no_such_record")
+    with pytest.raises(FileNotFoundError, match=r"/book/results/no_such_record\.json: no such"):
+        records.load("no_such_record")
+    assert not records.cache_dir().exists()
+
+
+def test_an_unreachable_or_broken_host_is_a_one_line_error(records_host):
+    records_host.broken["table3"] = 500
+    with pytest.raises(ConnectionError, match="table3.*HTTP 500") as failed:
+        records.load("table3")
+    assert "\n" not in str(failed.value) and records_host.url in str(failed.value)
+    records_host.close()
+    with pytest.raises(ConnectionError, match=r"result record table3: could not download "
+                       + re.escape(f"{records_host.url}/book/results/table3.json")) as failed:
+        records.load("table3")
+    assert "\n" not in str(failed.value)
+    assert not records.cache_dir().exists()                     # nothing half-kept
+
+
+def test_a_record_that_is_not_json_is_refused_and_not_kept(records_host, tmp_path):
+    records_host.folder = tmp_path / "served"
+    records_host.folder.mkdir()
+    (records_host.folder / "table3.json").write_text("<html>not a record</html>")
+    with pytest.raises(ValueError, match="table3.json is not JSON"):
+        records.load("table3")
+    assert not (records.cache_dir() / "table3.json").exists()
+
+
+def test_the_records_come_from_the_configured_repository(monkeypatch):
+    """_config.yml holds the repository (url, branch); records.py repeats it."""
+    config = (REPO / "_config.yml").read_text()
+    url, branch = re.search(r"^repository:\s*\n\s+url:\s*(\S+)\s*\n\s+branch:\s*(\S+)",
+                            config, flags=re.M).groups()
+    assert (records.REPOSITORY, records.BRANCH) == (url, branch)
+    monkeypatch.delenv(records.URL_ENV, raising=False)
+    owner_repo = url.removeprefix("https://github.com/")
+    assert records.source() == f"https://raw.githubusercontent.com/{owner_repo}/{branch}"
+
+
 def test_the_generated_blocks_match_the_records():
     """`python -m transformer_book.results` leaves README.md and benchmarks/README.md as
     committed; run it after changing a record."""

@@ -141,3 +141,27 @@ def test_axes_label_every_row_and_write_numbers(width, open_page):
     numbers = [float(t) for t in labels["y"]]
     assert len(numbers) >= 3 and min(numbers) >= 0.25 and max(numbers) <= 3.5, labels["y"]
     assert not opened.errors, opened.errors
+
+
+def test_explorer_cross_attention_rows_are_the_predicted_tokens(open_page):
+    """Chapter 9's explorer as built: for every sentence, the rows of encoder-decoder
+    attention are labelled by the token each row predicts, the decoder's input (the rows of
+    its self-attention) moved one to the left, then what the last row predicts (⟨/s⟩ when
+    the translation ended), and the axis title says so."""
+    opened = open_page("book/09_attention_explorer.html")
+    figure = _figure_handle(opened.page, "Attention explorer").as_element()
+    menu = opened.page.evaluate(
+        """(gd) => gd.layout.updatemenus[0].buttons.map((b) => ({label: b.label, y: b.args[0].y[0],
+                                                                 title: b.args[1]['yaxis.title.text']}))""",
+        figure)
+    by_label = {m["label"]: m for m in menu}
+    sentences = [label.split(": ")[0] for label in by_label if label.endswith("encoder-decoder attention")]
+    assert len(sentences) >= 3, list(by_label)
+    for sentence in sentences:
+        cross = by_label[f"{sentence}: encoder-decoder attention"]
+        decoder = by_label[f"{sentence}: decoder self-attention (masked)"]
+        rows = lambda m: [label.split(":", 1)[1] for label in m["y"]]  # noqa: E731
+        assert rows(decoder)[0] == "⟨s⟩" and rows(cross)[:-1] == rows(decoder)[1:], (sentence, rows(cross))
+        assert rows(cross)[-1] == "⟨/s⟩" or len(rows(cross)) > 20, (sentence, rows(cross))
+        assert "predicts" in cross["title"] and "predicts" not in decoder["title"], cross["title"]
+    assert not opened.errors, opened.errors

@@ -10,7 +10,7 @@ catches the built-in types keeps working.
 """
 from __future__ import annotations
 
-# Where bugs are reported: the repository of _config.yml (tests/test_cli.py checks they agree).
+# Where bugs are reported: the repository of _config.yml (tests/test_cli_errors.py checks they agree).
 ISSUES = "https://github.com/attention-book/transformer/issues"
 
 

@@ -41,6 +41,13 @@ MOVED: dict[str, dict[str, str]] = {
         "the-loss-inside-the-trainer": "book/hood_fast_form#the-projection-fused-into-the-loss",
         "try-this": "book/07_training#exercises"},
     "book/08_decoding": {"try-this": "book/08_decoding#exercises"},
+    "book/09_attention_explorer": {"try-this": "book/09_attention_explorer#exercises"},
+    "book/10_full_model": {
+        **{anchor: f"book/hood_hardware#{anchor}" for anchor in (
+            "bf16-autocast", "fused-attention", "several-gpus", "wmt-2014-english-german")},
+        "where-to-go-next": "book/12_conclusion#where-to-go-next",
+        "try-this": "book/10_full_model#exercises"},
+    "book/11_table3": {"try-this": "book/11_table3#exercises"},
 }
 
 

@@ -7,7 +7,7 @@ encoder's output (the *memory*) is routed to the decoder's block that attends ov
 and each "Add & norm" gets the residual connection around its sub-layer (Section 3.1).
 Text is wrapped to its box by an estimate of its width (:func:`text_width`, generous), and
 the SVG scales with its container (a ``viewBox``), so the diagram is the same at every
-screen width; tests/test_book_site.py checks in Chromium that no two labels overlap and
+screen width; tests/test_site_figures.py checks in Chromium that no two labels overlap and
 each lies inside its box. Rendered as ``text/html`` (myst-nb puts it into the page as is,
 so the links work); plain Python, no plotly.
 """

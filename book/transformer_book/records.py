@@ -7,15 +7,82 @@ transcribed from the experiment notes says where from in ``transcribed`` and hol
 fields as the notes give them; a figure published elsewhere holds ``published`` and
 ``date``. A record of several runs holds them under ``runs`` (labelled), ``sets`` or
 ``entries``, each with its own provenance.
+
+Where the records come from (:func:`path`): a checkout's ``book/results/`` (:data:`RESULTS`)
+where there is one; elsewhere (Colab, a ``pip install``, which install the helpers but not
+the records) the repository's copy, fetched once per record into :func:`cache_dir`
+(``~/.cache/transformer/records``; delete it to fetch again) from :func:`source`:
+``$TRANSFORMER_RECORDS_URL`` (a stand-in for the host, which only the tests set), else the
+repository's raw files on its branch.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 REPO = RESULTS.parents[1]
 MEASURED = ("commit", "command", "cpu", "torch", "date")
+# _config.yml's repository (url and branch); tests/test_results.py checks that they agree
+REPOSITORY = "https://github.com/attention-book/transformer"
+BRANCH = "main"
+URL_ENV = "TRANSFORMER_RECORDS_URL"
+
+
+def source() -> str:
+    """The base URL that the records lie under (as ``book/results/NAME.json``) where there
+    is no checkout: ``$TRANSFORMER_RECORDS_URL``, else the repository's raw files."""
+    owner_repo = REPOSITORY.removeprefix("https://github.com/")
+    return (os.environ.get(URL_ENV)
+            or f"https://raw.githubusercontent.com/{owner_repo}/{BRANCH}").rstrip("/")
+
+
+def cache_dir() -> Path:
+    """Where fetched records are kept: one folder per :func:`source`."""
+    key = hashlib.sha256(source().encode()).hexdigest()[:12]
+    return Path.home() / ".cache" / "transformer" / "records" / key
+
+
+def path(name: str, timeout: float = 30.0) -> Path | None:
+    """The file of record ``name``: the checkout's (:data:`RESULTS`) where there is one,
+    else the repository's, fetched once into :func:`cache_dir`; None where no record of
+    that name exists. Raises ConnectionError (one line) where the host cannot be reached."""
+    if RESULTS.is_dir():
+        local = RESULTS / f"{name}.json"
+        return local if local.is_file() else None
+    cached = cache_dir() / f"{name}.json"
+    if cached.is_file():
+        return cached
+    url = f"{source()}/book/results/{name}.json"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            data = response.read()
+    except urllib.error.HTTPError as e:
+        if e.code == 404:
+            return None
+        raise ConnectionError(f"result record {name}: could not download {url}: HTTP "
+                              f"{e.code} {e.reason}") from None
+    except (urllib.error.URLError, OSError) as e:
+        raise ConnectionError(f"result record {name}: could not download {url}: "
+                              f"{getattr(e, 'reason', None) or e}") from None
+    try:
+        json.loads(data)
+    except ValueError as e:
+        raise ValueError(f"result record {name}: {url} is not JSON ({e}; not kept)") from None
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    partial = cached.with_name(f".{name}.{os.getpid()}.part")
+    partial.write_bytes(data)
+    partial.replace(cached)
+    return cached
+
+
+def exists(name: str) -> bool:
+    """Whether a record ``name`` exists (see :func:`path`)."""
+    return path(name) is not None
 
 
 def provenance_problems(record: dict) -> list[str]:
@@ -54,14 +121,16 @@ def provenance_problems(record: dict) -> list[str]:
 
 
 def load(name: str) -> dict:
-    """The record ``book/results/NAME.json``; raises if it is missing or lacks provenance."""
-    path = RESULTS / f"{name}.json"
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such result record")
-    record = json.loads(path.read_text())
+    """The record ``book/results/NAME.json`` (see :func:`path`); raises if it is missing or
+    lacks provenance."""
+    found = path(name)
+    if found is None:
+        where = RESULTS if RESULTS.is_dir() else f"{source()}/book/results"
+        raise FileNotFoundError(f"{where}/{name}.json: no such result record")
+    record = json.loads(found.read_text())
     problems = provenance_problems(record)
     if problems:
-        raise ValueError(f"{path}: incomplete provenance: {', '.join(problems)}")
+        raise ValueError(f"{found}: incomplete provenance: {', '.join(problems)}")
     return record
 
 

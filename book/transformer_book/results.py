@@ -109,7 +109,7 @@ PAPER_SETTINGS = {
 
 
 def _have(*names: str) -> bool:
-    return all((records.RESULTS / f"{n}.json").exists() for n in names)
+    return all(records.exists(n) for n in names)
 
 
 def _book_setting(name: str, cfg) -> str:
@@ -181,23 +181,17 @@ NORM_AND_WARMUP = {("post-norm (the paper)", "warm-up"): "base",
                    ("pre-norm", "warm-up"): "norm-pre", ("pre-norm", "none"): "norm-pre-nowarmup"}
 
 
-def norm_and_warmup() -> dict | None:
+def norm_and_warmup() -> dict:
     """The study's validation perplexity for each (norm, warm-up) of
-    :data:`NORM_AND_WARMUP`; None where the records are not installed (on Colab)."""
-    if not _have("table3"):
-        return None
+    :data:`NORM_AND_WARMUP`."""
     rows = {r["row"]: r for r in load("table3")["rows"] if r["seed"] == 1}
     return {key: rows[row]["dev_ppl"] for key, row in NORM_AND_WARMUP.items()}
 
 
 def norm_and_warmup_table():
-    """:func:`norm_and_warmup` as a Markdown table for chapter 7; a link where the records
-    are not installed."""
+    """:func:`norm_and_warmup` as a Markdown table for chapter 7."""
     from IPython.display import Markdown
     ppl = norm_and_warmup()
-    if ppl is None:
-        return Markdown(f"[The book's page]({SITE}/book/07_training.html#ch7-why-warm-up) "
-                        "shows the table from the records, which are not installed here.")
     norms = dict.fromkeys(norm for norm, _ in ppl)
     return Markdown("| model | with warm-up | without |\n|---|---:|---:|\n" + "\n".join(
         f"| {n} | {ppl[n, 'warm-up']:.1f} | {ppl[n, 'none']:.1f} |" for n in norms))
@@ -207,11 +201,8 @@ def book_departures() -> str:
     """The book recipe's departures from the paper as Markdown: for each name of
     ``DEPARTURES["book"]`` and the corpus, the paper's setting, the recipe's (read from
     it) and what the records say it buys ("no record" where none measures it), then the
-    records read; a link to the built page where the records are not installed."""
+    records read."""
     from transformer.training.recipes import DEPARTURES, recipe
-    if not records.RESULTS.is_dir():
-        return (f"The result records are not installed here; [the book's page]"
-                f"({SITE}/book/hood_recipe.html) shows this table.")
     cfg, rows, read = recipe("book"), [], []
     for name in [*DEPARTURES["book"], "corpus"]:
         evidence, names = _departure_evidence(name)
@@ -378,7 +369,7 @@ def book_build() -> str:
     """``make book`` from an empty run cache, on each kind of machine."""
     rows = []
     for kind, name in FIRST_BUILDS:
-        if name is None or not (records.RESULTS / f"{name}.json").exists():
+        if name is None or not records.exists(name):
             rows.append([kind, "not yet measured", "", "", ""])
             continue
         r = load(name)
@@ -391,9 +382,9 @@ def book_build() -> str:
 def first_build() -> str:
     """One sentence: what the first build costs, from the records (README, chapter 7)."""
     measured = [(kind, load(name)) for kind, name in FIRST_BUILDS
-                if name and (records.RESULTS / f"{name}.json").exists()]
+                if name and records.exists(name)]
     unmeasured = [kind for kind, name in FIRST_BUILDS
-                  if not name or not (records.RESULTS / f"{name}.json").exists()]
+                  if not name or not records.exists(name)]
     said = "; ".join(f"about {r['wall_s'] / 60:.0f} minutes on {kind}, training in "
                      f"{r['precision']}" for kind, r in measured)
     return (f"The first `make book` trains the book's model once (later builds reuse it): "
@@ -420,13 +411,8 @@ def thread_policy() -> str:
 
 
 def first_build_note():
-    """:func:`first_build` as Markdown for Under the hood B, beside the cached run; a link
-    where the records are not installed (on Colab)."""
+    """:func:`first_build` as Markdown for Under the hood B, beside the cached run."""
     from IPython.display import Markdown
-    if not records.RESULTS.is_dir():
-        return Markdown(f"[The Results page]({SITE}/book/appendix_results.html"
-                        "#building-the-book-and-running-the-tests) has what training the "
-                        "book's model costs on each kind of machine.")
     return Markdown(first_build())
 
 
@@ -468,8 +454,7 @@ def benchmarks(group: str | None = None) -> str:
     for script, what, command, name, figure in BENCHMARKS:
         if group and not script.startswith(f"{group}/"):
             continue
-        path = records.RESULTS / f"{name}.json"
-        if path.exists():
+        if records.exists(name):
             rec = load(name)
             latest = figure(rec) if figure else "recorded"
             prov = (rec["sets"][-1]["provenance"] if "sets" in rec else rec.get("provenance")
@@ -506,7 +491,7 @@ def self_measured(table, name: str, *others: str):
     build that renders it (``book_build``): the build before the first measurement says
     so instead of failing."""
     from IPython.display import Markdown
-    if not (records.RESULTS / f"{name}.json").exists():
+    if not records.exists(name):
         command = next(c for _, _, c, n, _ in BENCHMARKS if n == name)
         return Markdown(f"No measured build yet: `{command} --record book/results/{name}.json` "
                         f"writes it.")
@@ -516,7 +501,7 @@ def self_measured(table, name: str, *others: str):
 def missing_records() -> list[str]:
     """The records the benchmark scripts write that no run has written yet."""
     return [f"`book/results/{name}.json` ({script})" for script, _, _, name, _ in BENCHMARKS
-            if not (records.RESULTS / f"{name}.json").exists()]
+            if not records.exists(name)]
 
 
 # ---- generated blocks in the Markdown files ----------------------------------------

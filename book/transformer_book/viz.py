@@ -219,11 +219,33 @@ def menu_slider_figure(make_trace, data, menu_labels: Sequence[str],
     return fig
 
 
+def piece_words(pieces: Sequence[str]) -> list[str]:
+    """The whole word each BPE piece belongs to (``"▁L", "aw"`` -> ``"Law", "Law"``), for
+    finding a word among pieces; a special token (``⟨/s⟩``) or a piece of punctuation is a
+    word of its own."""
+    def alone(p):
+        return p.startswith("⟨") or not any(c.isalnum() for c in p)
+
+    words, start = [], 0
+    for i, p in enumerate(pieces):
+        if i == 0 or p.startswith("▁") or alone(p) or alone(pieces[i - 1]):
+            start = i
+        words.append(start)
+    text = {s: "".join(pieces[j] for j in range(s, len(pieces)) if words[j] == s).lstrip("▁")
+            for s in set(words)}
+    return [text[s] for s in words]
+
+
 ATTENTION_KINDS = {   # recorder part -> (name, query side, key side)
     "encoder.self": ("encoder self-attention", "source", "source"),
     "decoder.self": ("decoder self-attention (masked)", "target", "target"),
-    "decoder.cross": ("encoder-decoder attention", "target", "source"),
+    # a cross-attention row gathers from the source what the decoder needs for its next
+    # token, so its rows are labelled by the token they predict, not by the input token
+    "decoder.cross": ("encoder-decoder attention", "predicted", "source"),
 }
+# What each side's labels are, for axis titles: "query: <this>"
+SIDE_TITLES = {"source": "source token", "target": "decoder input token",
+               "predicted": "target token it predicts"}
 
 
 def attention_explorer(examples: Sequence[dict], *, title: str = "Attention explorer",
@@ -232,7 +254,9 @@ def attention_explorer(examples: Sequence[dict], *, title: str = "Attention expl
     """Every layer and head of several sentences and attention kinds, in one static figure.
 
     ``examples``: dicts with ``"name"``, ``"source"`` (source token strings, keys and
-    queries of the encoder), ``"target"`` (the decoder's input tokens, BOS first) and
+    queries of the encoder), ``"target"`` (the decoder's input tokens, BOS first),
+    ``"predicted"`` (the token each decoder row predicts: ``target`` shifted left by one,
+    then the last prediction, usually EOS; the labels of cross-attention rows) and
     ``"weights"``: ``{kind: (layers, heads, q_len, k_len)}`` for each kind of
     :data:`ATTENTION_KINDS` (``recorder.stacked(kind)[:, b]``). The dropdown picks a
     sentence and kind, the slider a layer and head (a stack with fewer layers shows an
@@ -266,8 +290,9 @@ def attention_explorer(examples: Sequence[dict], *, title: str = "Attention expl
             menu_labels.append(label)
             menu_layouts.append({
                 "title.subtitle.text": label,
-                "xaxis.title.text": f"key: {k_side} token (attended to)",
-                "yaxis.title.text": f"query: {q_side} token (attending)"})
+                "xaxis.title.text": f"key: {SIDE_TITLES[k_side]} (attended to)",
+                "yaxis.title.text": f"query: {SIDE_TITLES[q_side]}"
+                                    + ("" if q_side == "predicted" else " (attending)")})
 
     def make_trace(attrs):
         return go.Heatmap(**attrs, zmin=0, zmax=1, colorscale="Viridis",

@@ -1,0 +1,52 @@
+"""A stand-in for the repository's raw files, where a machine without a checkout (Colab, a
+``pip install``) fetches the result records (``transformer_book.records``): a local HTTP
+server (127.0.0.1) that serves a folder's ``NAME.json`` files as
+``/book/results/NAME.json``, as ``raw.githubusercontent.com/<owner>/<repo>/<branch>``
+does. The records' reader goes to it where ``$TRANSFORMER_RECORDS_URL`` is :attr:`url`;
+only the tests set that.
+"""
+from __future__ import annotations
+
+import http.server
+import threading
+from pathlib import Path
+
+PREFIX = "/book/results/"
+
+
+class RecordHost:
+    """Serves ``folder/NAME.json`` at ``url + /book/results/NAME.json``; ``requests``
+    lists the paths asked for, and ``broken`` maps a record's name to an HTTP status to
+    answer with."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self.requests: list[str] = []
+        self.broken: dict[str, int] = {}
+        host = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                host.requests.append(self.path)
+                name = self.path.removeprefix(PREFIX).removesuffix(".json")
+                path = host.folder / f"{name}.json"
+                if (name in host.broken or not self.path.startswith(PREFIX)
+                        or "/" in name or not path.is_file()):
+                    self.send_error(host.broken.get(name, 404))
+                    return
+                body = path.read_bytes()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
