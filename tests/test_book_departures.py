@@ -43,6 +43,7 @@ def test_a_figure_in_the_table_is_the_records(records):
 
 def test_a_departure_without_a_record_says_so(records):
     (records / "optimizer_speed.json").unlink()
+    (records / "book_optimizer.json").unlink()
     rows = table_rows(results.book_departures())
     assert rows["optimizer"].rstrip(" |").endswith("| no record")
     assert rows["warmup"].rstrip(" |").endswith("| no record")
@@ -72,3 +73,15 @@ def test_without_a_checkout_the_tables_come_from_the_repository(records_host, mo
     assert "/book/results/table3.json" in records_host.requests
     monkeypatch.setattr(book_records, "RESULTS", records_host.folder)      # a checkout's
     assert (results.book_departures(), results.norm_and_warmup_table().data) == fetched
+
+
+def test_the_optimizer_row_sets_adam_beside_muon_from_the_records(records):
+    path = records / "book_optimizer.json"
+    record = json.loads(path.read_text())
+    row = table_rows(results.book_departures())["optimizer"]
+    adam = record["runs"][0]["valid_beam4"]
+    assert f"Adam {adam['multi30k-en-de']['bleu']} / {adam['tatoeba-en-de']['bleu']}" in row
+    record["runs"][0]["valid_beam4"]["tatoeba-en-de"]["bleu"] = 12.3
+    path.write_text(json.dumps(record))
+    assert " / 12.3 (one seed each)" in table_rows(results.book_departures())["optimizer"]
+    assert "| Adam (the paper's) | " in results.book_optimizer()

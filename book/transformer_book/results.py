@@ -91,6 +91,14 @@ def book_dropout() -> str:
          + (" (the recipe's)" if x.get("chosen") else ""), x) for x in r["runs"]])
 
 
+def book_optimizer() -> str:
+    """The book recipe with Muon (its chosen run) and with the paper's Adam, on both
+    corpora's valid splits."""
+    muon = next(x for x in load("book_dropout")["runs"] if x.get("chosen"))
+    adam = load("book_optimizer")["runs"][0]
+    return _valid_table("optimizer", [("Muon (the recipe's)", muon), ("Adam (the paper's)", adam)])
+
+
 # The book recipe's departures from the paper (Under the hood B): what the paper does for
 # each name of transformer.training.recipes.DEPARTURES["book"], and the corpus; a paper's
 # setting, quoted, not a measurement.
@@ -156,6 +164,15 @@ def _departure_evidence(name: str) -> tuple[str, list[str]]:
                        if x["seed"] == 1 and x["multi30k_repeats"] == 2), key=lambda x: x["dropout"])
         return ("valid BLEU, Multi30k / Tatoeba: " + "; ".join(
             f"{x['dropout'] or 'none'}: {valid(x)}" for x in runs), ["book_dropout"])
+    if name == "optimizer" and _have("book_optimizer", "book_dropout"):
+        muon = next(x for x in load("book_dropout")["runs"] if x.get("chosen"))
+        adam = load("book_optimizer")["runs"][0]
+        cost = ""
+        if _have("optimizer_speed"):
+            cost = f"; an update takes {_x(load('optimizer_speed')['muon_over_adam_median'])} Adam's time"
+        return (f"valid BLEU, Multi30k / Tatoeba: Muon {valid(muon)}, Adam {valid(adam)} "
+                f"(one seed each){cost}",
+                ["book_optimizer", "book_dropout"] + (["optimizer_speed"] if cost else []))
     if name == "optimizer" and _have("optimizer_speed"):
         o = load("optimizer_speed")
         return (f"no record of its scores; an update takes {_x(o['muon_over_adam_median'])} "
@@ -471,7 +488,7 @@ def benchmarks(group: str | None = None) -> str:
 
 # Every record the README, benchmarks/README.md or the Results page quotes.
 QUOTED = ["tiny_recipe", "small_recipe", "anchors", "book_model_before", "book_model",
-          "book_mixture", "book_dropout", "book_build", "weight_forms", "train_throughput",
+          "book_mixture", "book_dropout", "book_optimizer", "book_build", "weight_forms", "train_throughput",
           "speed_held", "trainer_precision",
           "bf16_without_instructions", "attention_kernel", "compile_cpu", "optimizer_speed",
           "dropout_speed", "decode_speed", "vocab_speed", "host_memory", "prepare_wmt14_scale",
