@@ -23,7 +23,7 @@ import torch
 
 from benchmarks.record import add_option, save
 from transformer import FastTransformer, KVCache, ModelConfig
-from transformer.decoding import beam_search, build_source_batch, greedy_decode
+from transformer.decoding import PAPER_SEARCH, beam_search, build_source_batch, greedy_decode
 from transformer_book.timing import best_seconds
 
 
@@ -59,7 +59,7 @@ def main(argv=None):
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--steps", type=int, default=50, help="output tokens per sentence")
     p.add_argument("--src-len", type=int, default=20, help="source tokens, EOS included")
-    p.add_argument("--beam", type=int, default=4)
+    p.add_argument("--beam", type=int, default=PAPER_SEARCH.beam_size)
     p.add_argument("--repeats", type=int, default=1, help="best of N timings")
     p.add_argument("--seed", type=int, default=0)
     add_option(p, "decode_speed")
@@ -88,7 +88,7 @@ def main(argv=None):
 
     max_extra = args.steps - args.src_len
     t_greedy, greedy = timed(lambda: greedy_decode(model, src, max_extra=max_extra), args.repeats)
-    t_beam, beam = timed(lambda: beam_search(model, src, beam_size=args.beam, alpha=0.6,
+    t_beam, beam = timed(lambda: beam_search(model, src, beam_size=args.beam, alpha=PAPER_SEARCH.alpha,
                                              max_extra=max_extra), args.repeats)
     mean_len = lambda hyps: sum(map(len, hyps)) / len(hyps)  # noqa: E731
 
