@@ -41,13 +41,20 @@ def test_translate_names_the_line_that_is_not_utf8(capsys, toy_runs, tmp_path, m
     assert code == 2 and "input file not found" in one_line_error(err)
 
 
-def test_translate_reads_and_writes_utf8(capsys, toy_runs, tmp_path):
-    source, target = tmp_path / "in.txt", tmp_path / "out.txt"
-    source.write_text("the dog runs.\nthe green house.\n", encoding="utf-8")
-    code, _, err = run_cli(capsys, ["translate", toy_runs["a"] / "average.pt", "--beam", 1,
-                                    "--max-extra", 5, "--input", source, "--output", target])
+def translate_file(capsys, model, folder, text: str) -> str:
+    """``translate`` (greedy, 5 extra tokens) of ``text`` from a file into a file: the output."""
+    source, target = folder / "in.txt", folder / "out.txt"
+    source.write_text(text, encoding="utf-8")
+    code, _, err = run_cli(capsys, ["translate", model, "--beam", 1, "--max-extra", 5,
+                                    "--input", source, "--output", target])
     assert code == 0, err
-    assert len(target.read_text(encoding="utf-8").splitlines()) == 2
+    return target.read_text(encoding="utf-8")
+
+
+def test_translate_reads_and_writes_utf8(capsys, toy_runs, tmp_path):
+    out = translate_file(capsys, toy_runs["a"] / "average.pt", tmp_path,
+                         "the dog runs.\nthe green house.\n")
+    assert len(out.splitlines()) == 2
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
@@ -76,12 +83,8 @@ def test_a_checkpoint_beside_another_runs_tokenizer_is_refused(capsys, toy_runs,
 
 
 def test_a_blank_input_line_gives_a_blank_output_line(capsys, toy_runs, tmp_path):
-    source, target = tmp_path / "in.txt", tmp_path / "out.txt"
-    source.write_text("the dog runs.\n\n   \nthe green house.\n", encoding="utf-8")
-    code, _, err = run_cli(capsys, ["translate", toy_runs["a"] / "average.pt", "--beam", 1,
-                                    "--max-extra", 5, "--input", source, "--output", target])
-    assert code == 0, err
-    lines = target.read_text(encoding="utf-8").split("\n")
+    lines = translate_file(capsys, toy_runs["a"] / "average.pt", tmp_path,
+                           "the dog runs.\n\n   \nthe green house.\n").split("\n")
     assert len(lines) == 5 and lines[4] == ""                   # four lines, aligned
     assert lines[1] == lines[2] == "" and lines[0] and lines[3]
 

@@ -62,19 +62,23 @@ def _inside(inner, outer) -> bool:
             and inner[2] <= outer[2] + 0.5 and inner[3] <= outer[3] + 0.5)
 
 
+def _the_diagram(page, request, capsys, name: str) -> dict:
+    """The page's one diagram (its blocks and texts), screenshotted as ``name``."""
+    diagrams = page.evaluate(DIAGRAM_JS)
+    assert len(diagrams) == 1, diagrams
+    figure = page.query_selector("figure.book-diagram")
+    figure.scroll_into_view_if_needed()
+    screenshot(figure, request, capsys, name)
+    return diagrams[0]
+
+
 @pytest.mark.parametrize("viewport", [(1280, 900), PHONE])
 def test_figure_1_is_a_clean_diagram(viewport, open_page, site_dir, request, capsys):
     """Chapter 1's Figure 1 (transformer_book/diagram.py): at 1280 and 390 px no two of
     its texts overlap, each block's name and file lie inside the block, every text inside
     the drawing, and each block links a page of the book and its source file on GitHub."""
     opened = open_page("book/01_introduction.html", viewport=viewport)
-    page = opened.page
-    diagrams = page.evaluate(DIAGRAM_JS)
-    assert len(diagrams) == 1, diagrams
-    figure = page.query_selector("figure.book-diagram")
-    figure.scroll_into_view_if_needed()
-    screenshot(figure, request, capsys, f"figure1-{viewport[0]}")
-    d = diagrams[0]
+    d = _the_diagram(opened.page, request, capsys, f"figure1-{viewport[0]}")
     assert len(d["blocks"]) == 16 and len(d["texts"]) >= 36, d["blocks"]
     _clean_diagram(d, viewport)
     for block in d["blocks"]:
@@ -93,13 +97,7 @@ def test_figure_2_is_a_clean_diagram(path, blocks, viewport, open_page, site_dir
     (transformer_book/diagram.py ``flow``): as clean as Figure 1 at 1280 and 390 px, each
     box's name linking a section that exists on its page, its file:line a line on GitHub."""
     opened = open_page(path, viewport=viewport)
-    page = opened.page
-    diagrams = page.evaluate(DIAGRAM_JS)
-    assert len(diagrams) == 1, diagrams
-    figure = page.query_selector("figure.book-diagram")
-    figure.scroll_into_view_if_needed()
-    screenshot(figure, request, capsys, f"figure2-{path.split('/')[-1][:2]}-{viewport[0]}")
-    d = diagrams[0]
+    d = _the_diagram(opened.page, request, capsys, f"figure2-{path.split('/')[-1][:2]}-{viewport[0]}")
     assert len(d["blocks"]) == blocks, d["blocks"]
     _clean_diagram(d, viewport)
     for block in d["blocks"]:
