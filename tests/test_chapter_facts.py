@@ -47,8 +47,8 @@ def definitions(code: str) -> dict:
 
 # ------------------------------------------------------------------ chapter 1
 def test_chapter_1_cost_curves_use_min_r_n():
-    """Restricted self-attention over n <= r tokens is full self-attention: Table 1's
-    r·n·d holds once n > r, so the figure's curve is min(r, n)·n·d, and the figure is
+    """Restricted self-attention over n <= r tokens costs what full self-attention costs
+    (each query reads at most min(r, n) keys): Table 1's r·n·d holds once n > r, so the figure's curve is min(r, n)·n·d, and the figure is
     drawn from the function the page shows."""
     nb = notebook("01_introduction.ipynb")
     ops = definitions(the_cell(nb, "def ops_per_layer("))["ops_per_layer"]
