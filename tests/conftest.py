@@ -58,6 +58,15 @@ def ctrl_c():
     signal.signal(signal.SIGINT, previous)
 
 
+@pytest.fixture
+def keeps_threads():
+    """torch's thread count put back after a test that trains in this process (a run's
+    ``threads`` setting sets it, as it should for a user's process)."""
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="module")
 def one_thread():
     """torch on one thread for a module's tests (``pytestmark =

@@ -25,7 +25,7 @@ counts, default dtype and device, grad, inference and anomaly modes, determinist
 algorithms, float32 matmul precision and the cuDNN flags.
 
 Not counted as a test's doing: what a library does on its first use, the same whichever
-test uses it first (``LIBRARY_*`` below: torch's compiler and sympy); and, around a
+test uses it first (``LIBRARY_*`` below: torch's compiler, sympy and plotly); and, around a
 module, the warnings filters, which pytest sets anew for each test from its marks.
 """
 from __future__ import annotations
@@ -54,6 +54,7 @@ LIBRARY_ENVIRON = {"TORCHINDUCTOR_CACHE_DIR", "_TORCHINDUCTOR_PYOBJECT_TENSOR_DA
 LIBRARY_RECURSION_LIMIT = 2000
 LIBRARY_PATH = os.path.join("setuptools", "_vendor")
 LIBRARY_WARNINGS = ("sympy.",)
+LIBRARY_WARNING_MESSAGES = ("plotly",)     # plotly.tools, on import: its deprecation notes
 UNCATCHABLE = {signal.SIGKILL, signal.SIGSTOP}
 HANDLERS = {signal.SIG_DFL: "SIG_DFL", signal.SIG_IGN: "SIG_IGN",
             signal.default_int_handler: "default_int_handler", None: "set outside Python"}
@@ -160,8 +161,10 @@ def _show(key: str, value) -> str:
 
 
 def _library_filter(entry) -> bool:
-    category = entry[2]
-    return entry[0] == "once" and category.__module__.startswith(LIBRARY_WARNINGS)
+    action, message, category = entry[:3]
+    if action == "default" and message is not None:
+        return message.pattern.startswith(LIBRARY_WARNING_MESSAGES)
+    return action == "once" and category.__module__.startswith(LIBRARY_WARNINGS)
 
 
 def differences(before: dict, after: dict) -> dict[str, list[str]]:
