@@ -44,7 +44,7 @@ def step_file(step: int) -> str:
 def save_checkpoint(state: dict, path) -> Path:
     """Write ``state`` to ``path`` with :func:`transformer.output.write_output`
     (``torch.save`` format), streamed into the file: an in-memory copy of a checkpoint
-    stays resident after the save (docs/notes/2026-12-benchmarks.md, "Host memory").
+    stays resident after the save (book/results/host_memory.json).
     ``path`` may be an :class:`~transformer.output.Output` opened earlier (the command
     line opens its outputs before the work)."""
     if isinstance(path, Output):

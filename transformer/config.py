@@ -3,7 +3,7 @@
 ``ModelConfig.base()`` and ``ModelConfig.big()`` are the two rows of Table 3 that the
 paper reports on newstest2014; ``ModelConfig.small()`` is this project's CPU preset,
 sized to reach real BLEU on Multi30k on two CPU cores in half an hour, and
-``ModelConfig.tiny()`` the smaller, faster model of the 30-minute recipe (docs/notes/2026-12-cpu-experiments.md).
+``ModelConfig.tiny()`` the smaller, faster model of the 30-minute recipe.
 Every field the book studies (heads, d_k/d_v, layers, positions, norm placement,
 sharing, dropout) is a field here, so a study is ``ModelConfig.base(n_heads=1)``, not a
 code change.
@@ -120,7 +120,7 @@ class ModelConfig:
         Multi30k (ACL 2021, "Good for Misconceived Reasons": N=4, d_model=128, d_ff=256,
         h=4, P_drop=0.3), with the layer norm before each sub-layer (pre-norm), which
         trains faster at a short budget (chapter 11). The recipe trains it with
-        ``dropout=0.2``, chosen on the valid split (docs/notes/2026-12-cpu-experiments.md, "Result on a CPU")."""
+        ``dropout=0.2``, chosen on the valid split."""
         return cls.from_preset("tiny", **overrides)
 
     @classmethod

@@ -6,7 +6,7 @@ Linear warm-up for ``warmup`` steps, then decay with the inverse square root of 
 step; the two branches meet (and the rate peaks) at step = warmup. Steps count from 1.
 
 Not in the paper: :func:`with_cooldown` ends a schedule with a linear fall to zero over its
-last updates, for a run whose length is fixed in advance (the 30-minute recipe, docs/notes/2026-12-cpu-experiments.md).
+last updates, for a run whose length is fixed in advance (the 30-minute recipe).
 """
 from __future__ import annotations
 

@@ -126,7 +126,7 @@ GROUPS = tuple(dict.fromkeys(row.group for row in ROWS))
 # table of about two hours on two cores: updates of 2,048 target tokens (more updates
 # per token than `make train-small`'s 4,096 in a short budget), warm-up 150 and a peak
 # rate of 0.4 * 256^-0.5 * 150^-0.5 = 0.0020 (0.003 with 4,096-token updates and
-# warm-up 100 made the post-norm base diverge; docs/notes/2026-12-cpu-experiments.md).
+# warm-up 100 made the post-norm base diverge).
 TABLE_TRAIN = dict(preset="small", corpus="multi30k-en-de", max_tokens=2048,
                    update_tokens=2048, warmup=150, lr_factor=0.4, precision="auto",
                    eval_bleu_sentences=0, keep_last=1, progress=False, log_every=10)

@@ -17,5 +17,5 @@ def paper_adam(params) -> torch.optim.Adam:
     """Adam(beta1=0.9, beta2=0.98, eps=1e-9) over ``params``, lr 0 (set every update).
 
     ``fused=True`` updates all parameters in one kernel (much faster than the per-tensor
-    loop on a CPU, docs/notes/2026-12-benchmarks.md; same maths)."""
+    loop on a CPU; the same maths)."""
     return torch.optim.Adam(params, lr=0.0, betas=ADAM_BETAS, eps=ADAM_EPS, fused=True)

@@ -7,8 +7,7 @@ Newton-Schulz iterations: every direction of the update gets the same step. The 
 scaled by ``MUON_SCALE * sqrt(max(rows, cols))``, which gives the update the RMS of an
 Adam update of ``MUON_SCALE`` (Liu et al., 2025, "Muon is scalable for LLM training",
 who use 0.2), so the trainer's learning rate of equation (3) drives both optimizers
-unchanged. 0.4 scored higher on Multi30k's valid split than 0.2
-(docs/notes/2026-12-cpu-experiments.md). The shared embedding / output matrix, the biases
+unchanged. 0.4 scored higher on Multi30k's valid split than 0.2. The shared embedding / output matrix, the biases
 and the LayerNorm gains keep the paper's Adam
 (:func:`~transformer.training.adam.paper_adam`).
 """
