@@ -122,6 +122,19 @@ def test_each_chapter_ends_with_answered_exercises(path):
     assert all(answered for _, answered in found), f"{path.name}: unanswered {found}"
 
 
+# Under the hood's parts end with exercises too, fewer: the part is optional.
+MIN_EXERCISES_OPTIONAL = 3
+UNDER_THE_HOOD = sorted(BOOK.glob("hood_*.ipynb"))
+
+
+@pytest.mark.parametrize("path", UNDER_THE_HOOD, ids=[p.name for p in UNDER_THE_HOOD])
+def test_each_part_under_the_hood_ends_with_answered_exercises(path):
+    found = exercises(json.loads(path.read_text()))
+    assert len(found) >= MIN_EXERCISES_OPTIONAL, f"{path.name}: {len(found)} exercises"
+    assert [n for n, _ in found] == list(range(1, len(found) + 1)), found
+    assert all(answered for _, answered in found), f"{path.name}: unanswered {found}"
+
+
 def test_the_exercise_check_sees_a_missing_answer():
     def md(text):
         return {"cell_type": "markdown", "metadata": {}, "source": text}
