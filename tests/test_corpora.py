@@ -161,6 +161,18 @@ def test_first_use_fetches_a_missing_corpus_and_a_mixture_fetches_each_part(tmp_
         corpora.fetch("wmt15", tmp_path)
 
 
+def test_the_first_use_note_names_no_folder_of_this_machine(tmp_path, host, monkeypatch,
+                                                            capsys):
+    """What a chapter prints when it fetches (and so what a built page shows): the data root
+    as ``~/...`` under the home folder, else no path at all."""
+    monkeypatch.setenv("TRANSFORMER_MULTI30K_URL", host.url("multi30k-en-de"))
+    load_corpus("multi30k-en-de", "valid", root=tmp_path)
+    note = capsys.readouterr().err
+    assert "multi30k-en-de is not in the data root" in note and str(tmp_path) not in note
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert corpora.shown_root(tmp_path / ".cache" / "data") == "~/.cache/data"
+
+
 def test_the_fetch_command_says_one_line_and_exits_2(tmp_path, host):
     host.broken["val.en.gz"] = 404
     env = {**os.environ, "TRANSFORMER_MULTI30K_URL": host.url("multi30k-en-de")}

@@ -219,6 +219,16 @@ def data_dir(path: str | os.PathLike | None = None) -> Path:
     return Path.home() / ".cache" / "transformer" / "data"
 
 
+def shown_root(root: Path) -> str:
+    """The data root as a message names it: ``~/...`` under the home folder, else "the data
+    root" (one the user named), so that no message, and no page of the book built with it,
+    carries a path of the machine it ran on."""
+    try:
+        return "~/" + Path(root).relative_to(Path.home()).as_posix()
+    except ValueError:
+        return "the data root ($TRANSFORMER_DATA or --data-root)"
+
+
 # --------------------------------------------------------------------------- the value
 @dataclass(frozen=True)
 class Part:
@@ -239,8 +249,8 @@ class Part:
         """The folder, fetched first when it is a registered corpus not there yet."""
         corpus = self.fetched
         if corpus is not None and not self.folder.exists():
-            print(f"{corpus.name} is not in {self.folder.parent} yet: fetching it (once)",
-                  file=sys.stderr)
+            print(f"{corpus.name} is not in {shown_root(self.folder.parent)} yet: fetching it "
+                  f"(once)", file=sys.stderr)
             fetch(corpus.name, self.folder.parent)
         return self.folder
 
