@@ -77,3 +77,16 @@ def test_a_neighbour_using_part_of_a_core_counts_to_the_nearest_core(monkeypatch
     clock.run(3, own_cores=2.0 - other_cores, other_cores=other_cores)
     governor.tick()
     assert governor.threads == threads
+
+
+def test_fit_leaves_the_runs_thread_count_not_the_governors_last(monkeypatch, threads_kept):
+    # a busy machine made the governor drop to one thread during the run: once fit()
+    # returns, the process (a notebook's kernel, a test session) has the run's count back
+    from helpers import toy_trainer
+    from transformer.training.config import TrainConfig
+    trainer = toy_trainer(TrainConfig(threads=2, max_updates=2, max_tokens=400,
+                                      update_tokens=400, progress=False))
+    assert trainer.governor is not None
+    monkeypatch.setattr(trainer.governor, "tick", lambda: torch.set_num_threads(1) or 1)
+    trainer.fit()
+    assert torch.get_num_threads() == 2

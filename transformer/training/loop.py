@@ -377,11 +377,14 @@ class Trainer:
 
         A loss that becomes inf or NaN, or runs away (:class:`DivergenceWatch`), raises
         :class:`LossDiverged` naming the last good checkpoint; nothing is written after it.
-        The run folder's lock (:meth:`from_config`) is released on the way out."""
+        The run folder's lock (:meth:`from_config`) is released on the way out, and torch's
+        CPU threads are left at the run's count, whatever the governor last chose."""
         try:
             return self._fit()
         finally:
             self.close()
+            if self.governor is not None:
+                torch.set_num_threads(self.governor.most)
 
     def close(self) -> None:
         """Release the run folder's lock (:meth:`from_config` takes it; :meth:`fit` ends
