@@ -1,5 +1,6 @@
 import functools
 import http.server
+import json
 import os
 import shutil
 import signal
@@ -129,6 +130,8 @@ def site_dir() -> Path:
     jb = Path(sys.executable).with_name("jupyter-book")
     if not jb.exists():
         pytest.skip("jupyter-book is not installed (make setup)")
+    if corpus_host.skipped():                       # the chapters read the corpora
+        pytest.skip(f"the book is built from the corpora: {corpus_host.missing()}")
     shutil.rmtree(QUICK_OUT, ignore_errors=True)    # Sphinx would skip unchanged chapters
     env = {**os.environ, "BOOK_QUICK": "1", "OMP_NUM_THREADS": "1"}   # corpora: as above
     cmd = [str(jb), "build", str(REPO), "--path-output", str(QUICK_OUT), "-W", "--keep-going"]
@@ -252,6 +255,28 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if SITE_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.browser)
+    _skip_chapters_without_corpora(items)
+
+
+# What a chapter's code does when it reads the corpora: loads one, trains (or reuses) the
+# book's run, or runs the ablation on Multi30k.
+READS_CORPORA = ("load_corpus(", "cached_run(", '"ablate"')
+
+
+def _skip_chapters_without_corpora(items) -> None:
+    """The chapters under nbval that read the corpora skip, as the tests that need them do,
+    where the corpora's hosts cannot be reached (never under CI: tests/corpus_host.py)."""
+    chapters = {Path(str(item.path)) for item in items if str(item.path).endswith(".ipynb")}
+    reading = {path for path in chapters if any(
+        use in "".join(cell["source"]) for use in READS_CORPORA
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]
+        if cell["cell_type"] == "code")}
+    if not reading or not corpus_host.skipped():
+        return
+    mark = pytest.mark.skip(reason=f"the chapter reads the corpora: {corpus_host.missing()}")
+    for item in items:
+        if Path(str(item.path)) in reading:
+            item.add_marker(mark)
 
 
 # -------------------------------------------- the command line's toy corpus and runs

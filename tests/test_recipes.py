@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import corpus_host
 from transformer.config import PRESETS
 from transformer.tools import cli
 from transformer.training.command import train_command, train_config
@@ -149,6 +150,7 @@ def test_the_book_recipe_is_the_run_its_records_chose():
     assert cfg.model_overrides["dropout"] == chosen["dropout"] and cfg.seed == chosen["seed"]
 
 
+@corpus_host.needs_corpora()                 # the quick recipe trains on Multi30k by name
 @pytest.mark.usefixtures("keeps_threads")
 def test_a_recipe_from_the_shell_trains_as_it_does_in_python(tmp_path):
     """Chapter 7's claim, checked here: `train --recipe NAME` is the run the book trains
