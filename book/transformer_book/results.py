@@ -91,11 +91,16 @@ def book_dropout() -> str:
          + (" (the recipe's)" if x.get("chosen") else ""), x) for x in r["runs"]])
 
 
+def _muon_and_adam() -> tuple[dict, dict]:
+    """The recipe's run (book_dropout's chosen one, Muon) and the same with Adam."""
+    muon = next(x for x in load("book_dropout")["runs"] if x.get("chosen"))
+    return muon, load("book_optimizer")["runs"][0]
+
+
 def book_optimizer() -> str:
     """The book recipe with Muon (its chosen run) and with the paper's Adam, on both
     corpora's valid splits."""
-    muon = next(x for x in load("book_dropout")["runs"] if x.get("chosen"))
-    adam = load("book_optimizer")["runs"][0]
+    muon, adam = _muon_and_adam()
     return _valid_table("optimizer", [("Muon (the recipe's)", muon), ("Adam (the paper's)", adam)])
 
 
@@ -165,8 +170,7 @@ def _departure_evidence(name: str) -> tuple[str, list[str]]:
         return ("valid BLEU, Multi30k / Tatoeba: " + "; ".join(
             f"{x['dropout'] or 'none'}: {valid(x)}" for x in runs), ["book_dropout"])
     if name == "optimizer" and _have("book_optimizer", "book_dropout"):
-        muon = next(x for x in load("book_dropout")["runs"] if x.get("chosen"))
-        adam = load("book_optimizer")["runs"][0]
+        muon, adam = _muon_and_adam()
         cost = ""
         if _have("optimizer_speed"):
             cost = f"; an update takes {_x(load('optimizer_speed')['muon_over_adam_median'])} Adam's time"
