@@ -4,7 +4,6 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
 
 from transformer.tools import ablation
 from transformer.tools.ablation import ROW_BY_NAME, ROWS, run_row, run_table, select_rows
@@ -121,6 +120,7 @@ def test_the_table_records_the_precision_auto_picked_and_keeps_to_it(corpus, tmp
         run_table([], out, updates=3, corpus=str(corpus), device="cpu", **settings)
 
 
+@pytest.mark.usefixtures("keeps_threads")                  # the row trains on 1 thread
 def test_a_diverged_row_is_recorded_not_raised(corpus, tmp_path, monkeypatch):
     from transformer.tokenizer import Tokenizer
     from transformer.training.loop import Trainer
@@ -129,7 +129,6 @@ def test_a_diverged_row_is_recorded_not_raised(corpus, tmp_path, monkeypatch):
         raise LossDiverged("loss is nan at update 1: training stopped")
 
     monkeypatch.setattr(Trainer, "train_update", diverge)
-    monkeypatch.setattr(torch, "set_num_threads", lambda n: None)   # the row's threads=1
     row = ROW_BY_NAME["norm-post-nowarmup"]
     cfg = ablation.row_config(row, tmp_path / "t", seed=1, updates=3, corpus=str(corpus),
                               **TINY)

@@ -22,14 +22,7 @@ class Clock:
         self.machine += seconds * (own_cores + other_cores)
 
 
-@pytest.fixture
-def threads_kept():
-    before = torch.get_num_threads()
-    yield
-    torch.set_num_threads(before)
-
-
-def test_a_busy_neighbour_takes_a_thread_and_gives_it_back(monkeypatch, threads_kept):
+def test_a_busy_neighbour_takes_a_thread_and_gives_it_back(monkeypatch, keeps_threads):
     clock = Clock(monkeypatch)
     governor = ThreadGovernor(most=2, every_s=3.0, cores=2)
     assert governor.tick() is None and torch.get_num_threads() == 2      # the first look
@@ -43,7 +36,7 @@ def test_a_busy_neighbour_takes_a_thread_and_gives_it_back(monkeypatch, threads_
     assert governor.tick() == 2 and torch.get_num_threads() == 2
 
 
-def test_never_below_one_nor_above_the_runs_threads(monkeypatch, threads_kept):
+def test_never_below_one_nor_above_the_runs_threads(monkeypatch, keeps_threads):
     clock = Clock(monkeypatch)
     governor = ThreadGovernor(most=3, every_s=1.0, cores=4)
     governor.tick()
@@ -53,7 +46,7 @@ def test_never_below_one_nor_above_the_runs_threads(monkeypatch, threads_kept):
     assert governor.tick() == 3
 
 
-def test_the_trainer_adapts_on_a_cpu_unless_told_not_to(threads_kept):
+def test_the_trainer_adapts_on_a_cpu_unless_told_not_to(keeps_threads):
     from transformer.model import Transformer
     from transformer.training.config import TrainConfig
     from transformer.training.loop import Trainer
@@ -67,7 +60,7 @@ def test_the_trainer_adapts_on_a_cpu_unless_told_not_to(threads_kept):
 
 @pytest.mark.parametrize("other_cores,threads", [(0.3, 2), (0.49, 2), (0.6, 1), (0.9, 1),
                                                   (1.4, 1), (1.6, 1)])
-def test_a_neighbour_using_part_of_a_core_counts_to_the_nearest_core(monkeypatch, threads_kept,
+def test_a_neighbour_using_part_of_a_core_counts_to_the_nearest_core(monkeypatch, keeps_threads,
                                                                      other_cores, threads):
     # a browser tab at 0.7 of a core leaves one core free on two, not two: the cores free
     # are the machine's less the others' use rounded to the nearest core
@@ -79,7 +72,7 @@ def test_a_neighbour_using_part_of_a_core_counts_to_the_nearest_core(monkeypatch
     assert governor.threads == threads
 
 
-def test_fit_leaves_the_runs_thread_count_not_the_governors_last(monkeypatch, threads_kept):
+def test_fit_leaves_the_runs_thread_count_not_the_governors_last(monkeypatch, keeps_threads):
     # a busy machine made the governor drop to one thread during the run: once fit()
     # returns, the process (a notebook's kernel, a test session) has the run's count back
     from helpers import toy_trainer
