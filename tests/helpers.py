@@ -24,8 +24,11 @@ from transformer.training.optimizers import make_optimizer
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 # The chapters a reader opens (each with its Colab install cell): the learning path's
-# numbered chapters and the optional part's "Under the hood" chapters.
-CHAPTERS = sorted(BOOK.glob("[0-9][0-9]_*.ipynb")) + sorted(BOOK.glob("hood_*.ipynb"))
+# numbered chapters, the capstone (the learner's own parts assembled) and the optional
+# part's "Under the hood" chapters.
+CAPSTONE = BOOK / "your_transformer.ipynb"
+CHAPTERS = (sorted(BOOK.glob("[0-9][0-9]_*.ipynb")) + [CAPSTONE]
+            + sorted(BOOK.glob("hood_*.ipynb")))
 
 # The fixtures of the built site (tests/conftest.py): a test that asks for one, directly or
 # through another fixture, is marked `browser` there.

@@ -66,6 +66,10 @@ BENCHMARKS = [
      "on reversal, and its download", "python -m benchmarks.book.page_training", "page_training",
      lambda r: f"{r['seconds_to_target']:.1f} s ({r['steps_to_target']} steps), "
                f"{r['download_bytes_gzip'] / 2**20:.2f} MiB gzip"),
+    ("book/capstone.py", "the capstone page's reference run: training time and greedy "
+     "accuracy on held-out reversals", "python -m benchmarks.book.capstone", "capstone",
+     lambda r: f"{r['lowest_accuracy']:.1%} of new sequences at worst, trained in "
+               f"{r['slowest_train_s']:.0f} s at most"),
     ("book/weight_forms.py", "the page model's weights in int8 and fp16 against fp32",
      "python -m benchmarks.book.weight_forms", "weight_forms",
      lambda r: ", ".join(f"{f} {b / 2**20:.2f} MiB" for f, b in r["model_bytes"].items())),

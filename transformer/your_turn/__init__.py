@@ -25,7 +25,7 @@ check                          chapter    the package's part it compares with
 The capstone assembles the parts into a model and trains it (:mod:`.capstone`).
 """
 from .attention import check_attention
-from .capstone import Parts, YourTransformer, assemble, train_model
+from .capstone import Parts, YourTransformer, assemble, check_parts, train_model
 from .layers import check_decoder_layer, check_encoder_layer
 from .loss import check_loss
 from .multi_head import check_multi_head
@@ -35,6 +35,6 @@ from .schedule import check_schedule
 from .search import beam_search_sentence, check_beam_search
 
 __all__ = ["CheckFailed", "Parts", "Report", "YourTransformer", "assemble",
-           "beam_search_sentence", "check_attention", "check_beam_search",
+           "beam_search_sentence", "check_attention", "check_beam_search", "check_parts",
            "check_decoder_layer", "check_encoder_layer", "check_loss", "check_multi_head",
            "check_positional", "check_schedule", "train_model"]

@@ -23,6 +23,12 @@ from ..loss import label_smoothed_nll_loss
 from ..positional import sinusoidal_encoding
 from ..recording import record_name
 from ..schedule import noam_lr
+from .attention import check_attention
+from .layers import check_decoder_layer, check_encoder_layer
+from .loss import check_loss
+from .multi_head import check_multi_head
+from .positional import check_positional
+from .schedule import check_schedule
 
 
 @dataclass
@@ -40,6 +46,23 @@ class Parts:
         """The names of the parts that are not the package's."""
         book = Parts()
         return [f.name for f in fields(self) if getattr(self, f.name) is not getattr(book, f.name)]
+
+
+CHECKS = {"attention": check_attention, "multi_head": check_multi_head,
+          "positional": check_positional, "encoder_layer": check_encoder_layer,
+          "decoder_layer": check_decoder_layer, "loss": check_loss, "schedule": check_schedule}
+"""The check of each part, by the part's name in :class:`Parts`."""
+
+
+def check_parts(parts: Parts) -> None:
+    """Run the check of each of the learner's parts, a line each; the first that fails
+    raises :class:`~transformer.your_turn.report.CheckFailed` naming the mistake."""
+    yours = parts.yours()
+    if not yours:
+        print("No part of yours yet: every part is the book's.")
+    for name in yours:
+        report = CHECKS[name](getattr(parts, name), quiet=True)
+        print(f"{name:>13}: {report.one_line()}")
 
 
 class _Kernel(nn.Module):

@@ -51,6 +51,9 @@ def encoder_mistakes(ref: EncoderLayer) -> list[Mistake]:
         return compute
 
     return [
+        Mistake("no residual connections",
+                "Each sub-layer's output is LayerNorm(x + Sublayer(x)): add the sub-layer's "
+                "input back before the norm.", variant(attn="no residual", ff="no residual")),
         Mistake("no residual around the self-attention",
                 "Each sub-layer's output is LayerNorm(x + Sublayer(x)): add the sub-layer's "
                 "input back before the norm.", variant(attn="no residual")),
@@ -117,6 +120,9 @@ def decoder_mistakes(ref: DecoderLayer) -> list[Mistake]:
         Mistake("the encoder-decoder attention attends to the decoder itself",
                 "Its keys and values are the encoder's output, `memory`.",
                 variant(cross="self")),
+        Mistake("no residual connections",
+                "Every sub-layer is LayerNorm(x + Sublayer(x)): add its input back before "
+                "the norm.", variant(rules=("no residual",) * 3)),
         Mistake("no residual around the encoder-decoder attention",
                 "Every sub-layer is LayerNorm(x + Sublayer(x)).",
                 variant(rules=("post", "no residual", "post"))),

@@ -104,26 +104,28 @@ def describe_difference(expected, got, names: Sequence[str] = (), atol: float = 
                         rtol: float = 1e-4, what: str = "the output") -> list[str]:
     """Empty when ``got`` matches ``expected``; else the first thing that differs, in
     words: the type, the shape, the dtype, or which positions and by how much."""
+    plural = what.endswith("s")
+    has, differs, holds = ("have", "differ", "hold") if plural else ("has", "differs", "holds")
     got_t = _as_tensor(got)
     if got_t is None:
         return [f"{what} should be a tensor, got {type(got).__name__}"]
     if tuple(got_t.shape) != tuple(expected.shape):
-        return [f"{what} has shape {tuple(got_t.shape)}, expected {tuple(expected.shape)}"
+        return [f"{what} {has} shape {tuple(got_t.shape)}, expected {tuple(expected.shape)}"
                 + (f" ({', '.join(names)})" if names and len(names) == expected.dim() else "")]
     if expected.is_floating_point() and not got_t.is_floating_point():
-        return [f"{what} holds integers ({got_t.dtype}), expected floating point numbers"]
+        return [f"{what} {holds} integers ({got_t.dtype}), expected floating point numbers"]
     exp, got_f = expected.double(), got_t.detach().double()
     bad_nan = got_f.isnan() & ~exp.isnan()
     if bad_nan.any():
         where = _position(bad_nan.nonzero()[0].tolist(), names)
-        return [f"{what} holds nan at {int(bad_nan.sum())} of {exp.numel()} positions, "
+        return [f"{what} {holds} nan at {int(bad_nan.sum())} of {exp.numel()} positions, "
                 f"first at {where} (expected {exp[bad_nan][0].item():.4g})"]
     wrong = ~torch.isclose(got_f, exp, rtol=rtol, atol=atol, equal_nan=True)
     if not wrong.any():
         return []
     diff = (got_f - exp).abs().masked_fill(~wrong, -1.0)
     index = divmod_index(int(diff.argmax()), tuple(exp.shape))
-    return [f"{what} differs at {int(wrong.sum())} of {exp.numel()} positions; the largest "
+    return [f"{what} {differs} at {int(wrong.sum())} of {exp.numel()} positions; the largest "
             f"difference is {diff.max().item():.3g} at {_position(index, names)}: "
             f"expected {exp[index].item():.4g}, got {got_f[index].item():.4g}"]
 
