@@ -178,7 +178,7 @@ def _attempt(cls, reference_cls, names, mistakes_of, what, decoder: bool) -> Rep
     ref = randomise(reference_cls(cfg), 6).eval()
     mine, why = build_like(cls, cfg, ref, names, what)
     if why:
-        return fail(report, f"building the layer", why)
+        return fail(report, "building the layer", why)
     pad = torch.tensor([[True] * 7, [True] * 5 + [False] * 2])[:, None, None, :]   # (2,1,1,7)
     x, memory = r(2, 7, 32), r(2, 7, 32)
     if not decoder:
