@@ -4,10 +4,13 @@ recipe (``--optimizer muon``), not the paper's optimizer (section 5.3 uses Adam 
 Muon (Jordan et al., 2024, "Muon: an optimizer for hidden layers") takes each matrix's
 Nesterov momentum and replaces it by the nearest semi-orthogonal matrix, found by five
 Newton-Schulz iterations: every direction of the update gets the same step. The step is
-scaled by ``MUON_SCALE * sqrt(max(rows, cols))``, which gives the update the RMS of an
-Adam update of ``MUON_SCALE`` (Liu et al., 2025, "Muon is scalable for LLM training",
-who use 0.2), so the trainer's learning rate of equation (3) drives both optimizers
-unchanged. 0.4 scored higher on Multi30k's valid split than 0.2. The shared embedding / output matrix, the biases
+scaled by ``MUON_SCALE * sqrt(max(rows, cols))``: a semi-orthogonal matrix's entries have
+an RMS of 1 / sqrt(max(rows, cols)), so the update's RMS is about ``MUON_SCALE`` times the
+learning rate, whatever the shape. Liu et al. (2025, "Muon is scalable for LLM training")
+take 0.2, about the RMS of a typical AdamW update, so that Muon's update matches AdamW's;
+this package has no weight decay and takes 0.4, which scored higher on Multi30k's valid
+split than 0.2. The trainer's learning rate of equation (3) drives both optimizers
+unchanged. The shared embedding / output matrix, the biases
 and the LayerNorm gains keep the paper's Adam
 (:func:`~transformer.training.adam.paper_adam`).
 """

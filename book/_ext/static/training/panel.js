@@ -33,14 +33,16 @@ const START = {task: "reverse", layers: 1, n_heads: 4, d_model: 32, positional: 
 // Fixed: sequences of 8 of 10 symbols, Adam at 3e-3, batches of 64, stop at 99%.
 const FIXED = {symbols: SYMBOLS.length, length: 8, lr: 3e-3, batch: 64, max_steps: 1500,
                target: 0.99, seed: 0, report_every: 5, eval_every: 25, maps_every: 10};
+// Questions, not answers: they are chapter 4's exercises 1-4, whose answers are folded.
 const EXPERIMENTS = [
-  ["Without positional encoding reversal cannot be learnt: the encoder sees a bag of " +
-   "symbols, so no head can find the mirror position.", {task: "reverse", positional: "none"}],
-  ["Sorting needs no positions: where a symbol goes follows from the symbols themselves.",
+  ["Exercise 1: without positional encoding, can the model still learn to reverse?",
+   {task: "reverse", positional: "none"}],
+  ["Exercise 2: can the model learn to sort without positions?",
    {task: "sort", positional: "none"}],
-  ["One head is enough for copying: its map is the diagonal.", {task: "copy", n_heads: 1}],
-  ["More heads split the work: with four heads in two layers, which of them draw the " +
-   "anti-diagonal?", {task: "reverse", layers: 2, n_heads: 4, d_model: 32}],
+  ["Exercise 3: is one head enough to copy, and what will its map over the source look like?",
+   {task: "copy", n_heads: 1}],
+  ["Exercise 4: with four heads in each of two layers, does one head do the reversal, or " +
+   "several? Which of them draw the anti-diagonal?", {task: "reverse", layers: 2, n_heads: 4, d_model: 32}],
 ];
 const FRAME_BUDGET_MS = 6;          // of map drawing a frame; the rest waits for the next
 const KINDS = [["decoder.cross", "Decoder attention over the source"],
@@ -122,15 +124,15 @@ class Panel {
     tryForm.addEventListener("submit", (e) => { e.preventDefault(); this.tryInput(); });
 
     const list = el("ul", {class: "tp-experiments"});
-    for (const [claim, settings] of EXPERIMENTS) {
+    for (const [question, settings] of EXPERIMENTS) {
       const b = el("button", {type: "button", class: "tp-setup", text: "Set up"});
       b.addEventListener("click", () => {
         for (const [k, v] of Object.entries(Object.assign({}, START, settings))) this.select[k].value = String(v);
       });
-      list.appendChild(el("li", {}, el("span", {text: claim + " "}), b));
+      list.appendChild(el("li", {}, el("span", {text: question + " "}), b));
     }
     this.root.append(controls, this.statusLine, this.curve, this.mapsCaption, this.mapsBox, tryForm,
-                     el("p", {class: "tp-caption", text: "Experiments to try (each sets the controls; then press Train):"}),
+                     el("p", {class: "tp-caption", text: "Experiments to try (each sets the controls; predict, then press Train):"}),
                      list);
     this.root.classList.add("tp-open-panel");
   }
