@@ -585,7 +585,7 @@ def test_each_chapter_has_its_your_turn_check_and_folded_solution(chapter):
         assert not {"nbval-skip", "raises-exception"} & set(
             nb[calls[0]]["metadata"].get("tags", [])), "a failing check must fail the build"
     solutions = [t for t in text if ":class: dropdown" in t and "Solution" in t]
-    assert len(solutions) == len([t for t in text if t.lstrip().startswith("(your-turn")])
+    assert len(solutions) == len([t for t in text if re.match(r"\(ch\d-your-turn", t)])
     for solution in solutions:
         for path, name in re.findall(r"literalinclude\}\s*\.\./transformer/(\S+)\n:pyobject: (\w+)",
                                      solution):
