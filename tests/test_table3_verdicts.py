@@ -1,9 +1,12 @@
 """Chapter 11's verdicts on Table 3 (book/transformer_book/table3.py): a row that did not train
-is never said to agree with the paper, a paper difference below the threshold is never read
-as an effect, and the committed study gets the verdicts its figures call for."""
+is never said to agree with the paper, a paper difference at or below the threshold is never
+read as an effect, no verdict rests on a difference inside its error bar, a one-seed row's
+error bar is at least the widest gap seen between two seeds, and the committed study gets the
+verdicts (and the hand-computed error bars) its figures call for."""
 from __future__ import annotations
 
 import itertools
+from types import SimpleNamespace
 
 import pytest
 
@@ -27,13 +30,46 @@ def test_a_row_that_did_not_train_never_agrees():
 
 
 def test_a_small_paper_difference_is_no_clear_effect():
-    for paper in (-0.3, -0.1, 0.0, 0.2, 0.3):
+    for paper in (-0.4, -0.3, -0.1, 0.0, 0.2, 0.3, 0.4):
         assert table3.verdict(change(bleu=-5.0, paper_bleu=paper)) == table3.NO_PAPER_EFFECT
-    # 0.4 is an effect, also where floating point makes 26.2 - 25.8 = 0.39999...
-    assert table3.verdict(change(bleu=5.0, paper_bleu=round(26.2 - 25.8, 2))) == table3.AGREES
-    assert table3.verdict(change(bleu=-5.0, paper_bleu=0.4)) == table3.DISAGREES
-    assert table3.verdict(change(bleu=0.2, bleu_err=0.5, paper_bleu=-1.0)) == table3.NOISE
+    # the threshold is exclusive: 0.4 is no clear effect, also where floating point makes
+    # 26.2 - 25.8 = 0.39999... (changes() rounds it to 0.4); 0.5 is an effect
+    assert table3.verdict(change(bleu=5.0, paper_bleu=round(26.2 - 25.8, 2))) == table3.NO_PAPER_EFFECT
+    assert table3.verdict(change(bleu=5.0, paper_bleu=round(25.3 - 25.8, 2))) == table3.DISAGREES
+    assert table3.verdict(change(bleu=-5.0, paper_bleu=-0.5)) == table3.AGREES
     assert table3.verdict(change(paper_bleu=None)) == table3.NOT_IN_PAPER
+
+
+def test_a_change_inside_its_error_bar_is_inconclusive():
+    assert table3.verdict(change(bleu=0.2, bleu_err=0.5, paper_bleu=-1.0)) == table3.INCONCLUSIVE
+    assert table3.verdict(change(bleu=-0.5, bleu_err=0.5, paper_bleu=-1.0)) == table3.INCONCLUSIVE
+    assert table3.verdict(change(bleu=-0.51, bleu_err=0.5, paper_bleu=-1.0)) == table3.AGREES
+    # no error bar at all (no row ran with two seeds): no verdict either
+    assert table3.verdict(change(bleu=-9.0, bleu_err=None, paper_bleu=-1.0)) == table3.INCONCLUSIVE
+
+
+def study(seeds: dict[str, list[float]]) -> dict:
+    """A results file with the given BLEU per seed for each row (perplexity 50 throughout)."""
+    return {"rows": [{"row": name, "seed": i, "dev_bleu": b, "dev_ppl": 50.0}
+                     for name, bleus in seeds.items() for i, b in enumerate(bleus)]}
+
+
+ROWS = [SimpleNamespace(name=n, paper={"bleu": b, "ppl": 5.0})
+        for n, b in (("base", 25.8), ("one", 25.0), ("two", 25.0), ("three", 25.0))]
+
+
+@pytest.mark.parametrize("seeds", [
+    {"base": [10.0, 10.2], "one": [12.0], "two": [9.0, 11.0], "three": [10.0]},
+    {"base": [10.0, 13.0], "one": [12.0], "two": [9.0, 9.5], "three": [20.0]},
+    {"base": [10.0], "one": [12.0], "two": [9.0, 9.1, 10.5], "three": [11.0, 11.1]},
+])
+def test_a_one_seed_row_has_at_least_the_widest_two_seed_gap(seeds):
+    gap = max(max(b) - min(b) for b in seeds.values() if len(b) > 1)
+    out = table3.changes(study(seeds), ROWS)
+    for name, c in out.items():
+        assert c["bleu_err"] >= gap - 1e-12 if len(seeds[name]) == 1 else c["bleu_err"] >= gap / 2 - 1e-12
+        if table3.verdict(c) in (table3.AGREES, table3.DISAGREES):
+            assert abs(c["bleu"]) > c["bleu_err"]
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +85,49 @@ def test_the_committed_study(committed):
     assert committed["C-N4"]["ppl"] > table3.DID_NOT_TRAIN
     assert verdicts["C-N4"] == verdicts["C-N6"] == verdicts["norm-post-nowarmup"] == table3.NOT_TRAINED
     assert verdicts["D-ls0.2"] == verdicts["E-learned"] == table3.NO_PAPER_EFFECT    # paper -0.1
-    assert verdicts["C-N1"] == table3.DISAGREES and verdicts["A-h1"] != table3.NO_PAPER_EFFECT
+    # paper -0.4: no clear effect, the threshold being exclusive
+    assert verdicts["A-h16"] == verdicts["C-ff512"] == verdicts["B-dk32"] == table3.NO_PAPER_EFFECT
+    # D-ls0 (-0.39) and A-h1 (-0.82) are inside a one-seed row's error bar
+    assert verdicts["D-ls0"] == verdicts["A-h1"] == table3.INCONCLUSIVE
+    assert verdicts["C-N1"] == table3.DISAGREES
     assert all(v != table3.AGREES for n, v in verdicts.items() if committed[n]["ppl"] > table3.DID_NOT_TRAIN)
     # the paper's side: rows of Table 3 as the paper prints them (base 25.8 BLEU, 4.92 ppl)
     assert committed["D-ls0"]["paper_bleu"] == -0.5 and committed["D-ls0.2"]["paper_bleu"] == -0.1
+
+
+def test_no_committed_verdict_rests_on_noise(committed):
+    """No verdict of agrees or disagrees on a difference inside its error bar, and a one-seed
+    row's error bar is at least the widest gap seen between two seeds of one row, both
+    worked out from the record's runs, not from table3's helpers."""
+    seeds: dict[str, list[float]] = {}
+    for run in records.load("table3")["rows"]:
+        if not run.get("diverged"):
+            seeds.setdefault(run["row"], []).append(run["dev_bleu"])
+    gap = max(max(b) - min(b) for b in seeds.values() if len(b) > 1)
+    assert gap > 1.0                                            # A-h8: 8.11 and 9.40
+    for name, c in committed.items():
+        if table3.verdict(c) in (table3.AGREES, table3.DISAGREES):
+            assert abs(c["bleu"]) > c["bleu_err"], name
+        if len(seeds[name]) == 1:
+            assert c["bleu_err"] >= gap, name
+
+
+def test_error_bars_worked_out_by_hand(committed):
+    """Two rows' error bars from the record's figures, typed here and worked out by hand.
+
+    Definition: a row's error bar is half the range of its seeds (how far their mean lies
+    from either seed), at least half the widest gap between two seeds of any row; a one-seed
+    row's is that whole gap; a change's error bar is the row's plus the base's. Taking the
+    full range where half is meant (or the reverse) changes both figures."""
+    # dev BLEU in book/results/table3.json: base seeds 7.91 and 8.15 (mean 8.03); A-h8 seeds
+    # 8.11 and 9.40 (the widest gap of the study, 1.29; A-h2's seeds are 0.47 apart, the
+    # base's 0.24); A-h16 one seed, 8.24
+    # base: max(0.24 / 2, 1.29 / 2) = 0.645
+    # A-h8, two seeds: change 8.755 - 8.03 = +0.725, error bar max(0.645, 0.645) + 0.645 = 1.29
+    assert committed["A-h8"]["bleu"] == pytest.approx(0.725)
+    assert committed["A-h8"]["bleu_err"] == pytest.approx(1.29)
+    # A-h16, one seed: change 8.24 - 8.03 = +0.21, error bar 1.29 + 0.645 = 1.935
+    # (with the full range where half is meant: 2.58 and 3.87; with the half range for a
+    # one-seed row: 1.29; the old rule gave the base's own spread, about 0.17)
+    assert committed["A-h16"]["bleu"] == pytest.approx(0.21)
+    assert committed["A-h16"]["bleu_err"] == pytest.approx(1.935)
