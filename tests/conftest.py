@@ -59,24 +59,43 @@ def ctrl_c():
     signal.signal(signal.SIGINT, previous)
 
 
-@pytest.fixture
+# ------------------------------------------------- torch's threads, put back by the suite
+# Training in this process sets torch's thread count (a run's ``threads``; Trainer.fit
+# leaves the run's count, as a user's process should keep it), so every test and fixture
+# that trains changes it. None has to remember to put it back (a module fixture that did
+# not failed the state guard under OMP_NUM_THREADS=1): the suite does it, for every test
+# (``keeps_threads``) and every fixture of any scope (``pytest_fixture_setup`` below).
+@pytest.fixture(autouse=True)
 def keeps_threads():
-    """torch's thread count put back after a test that trains in this process (a run's
-    ``threads`` setting sets it, as it should for a user's process)."""
+    """torch's thread count put back after each test, as it was when the test began."""
     threads = torch.get_num_threads()
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    """Each fixture, whatever its scope, leaves torch's thread count as it found it: once
+    it is torn down (a module's fixture that trains keeps the run's count for the module's
+    tests, as ``one_thread`` keeps 1); one wider than a module, which outlives the module
+    whose test set it up (and that module's guard), as soon as it is set up."""
+    threads = torch.get_num_threads()
+    # registered before the fixture runs, so it runs after the fixture's own teardown
+    fixturedef.addfinalizer(lambda: torch.set_num_threads(threads))
+    try:
+        return (yield)
+    finally:
+        if fixturedef.scope in ("package", "session"):
+            torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
 def one_thread():
     """torch on one thread for a module's tests (``pytestmark =
     pytest.mark.usefixtures("one_thread")``): small steps on a shared 2-core machine thrash
-    with more."""
-    threads = torch.get_num_threads()
+    with more. The count is put back when the module ends (``pytest_fixture_setup``)."""
     torch.set_num_threads(1)
     yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="session")

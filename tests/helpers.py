@@ -9,6 +9,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -33,6 +34,24 @@ CHAPTERS = (sorted(BOOK.glob("[0-9][0-9]_*.ipynb")) + [CAPSTONE]
 # The fixtures of the built site (tests/conftest.py): a test that asks for one, directly or
 # through another fixture, is marked `browser` there.
 SITE_FIXTURES = frozenset({"site_dir", "base_url", "browser", "open_page", "new_page", "served"})
+
+# How long a wait for an event gives up: a hang guard, so that a test whose event never
+# comes fails instead of hanging the run; never a bound on how fast anything is (the suite
+# asserts no durations: tests/test_suite.py; timings are benchmarks').
+HANG_S = 600
+
+
+def wait_until(ready, what: str, every: float = 0.02):
+    """Poll ``ready()`` until it returns something true, and return that. ``ready`` may
+    itself assert (that the process it waits on is still running, say). Fails saying
+    ``what`` never happened only after :data:`HANG_S` seconds: the suite's one clock read
+    (tests/test_suite.py allows it here)."""
+    hung = time.monotonic() + HANG_S
+    while not (got := ready()):
+        assert time.monotonic() < hung, f"{what}: not after {HANG_S} s (hung?)"
+        time.sleep(every)
+    return got
+
 
 EN = "the a dog cat man woman runs sits on in under green red house tree big small".split()
 DE = "der die das Hund Katze Mann Frau läuft sitzt auf im unter grünen roten Haus Baum".split()

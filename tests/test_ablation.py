@@ -120,7 +120,6 @@ def test_the_table_records_the_precision_auto_picked_and_keeps_to_it(corpus, tmp
         run_table([], out, updates=3, corpus=str(corpus), device="cpu", **settings)
 
 
-@pytest.mark.usefixtures("keeps_threads")                  # the row trains on 1 thread
 def test_a_diverged_row_is_recorded_not_raised(corpus, tmp_path, monkeypatch):
     from transformer.tokenizer import Tokenizer
     from transformer.training.loop import Trainer

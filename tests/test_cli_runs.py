@@ -1,10 +1,11 @@
 """``train`` on the command line: the run folder it leaves (a summary with provenance, the
 same as the Python API leaves), mistakes that leave no run so the corrected command works,
 resume (the same run spelled differently, a foreign checkpoint, a damaged spm.model), one
-writer per run, and Ctrl-C.
+writer per run, and Ctrl-C; what ``train`` and ``demo`` print: sentences, a progress bar
+when asked (by default when stderr is a terminal), JSON only behind ``--json``.
 
 Runs ``transformer.tools.cli.main`` in this process on the toy corpus and runs of
-tests/conftest.py (no data needed)."""
+tests/conftest.py (no data needed; ``demo`` reads Multi30k, from the test's local host)."""
 import json
 import os
 import shlex
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import corpus_host
 from helpers import one_line_error, run_cli, train_args, write_corpus
 from transformer.tools import cli
 from transformer.training.command import train_command, train_config
@@ -208,3 +210,47 @@ def test_a_warning_on_the_command_line_is_one_line(tmp_path):
         "warning: --precision bf16 on a CPU without AVX512-BF16 or AMX: bf16 matrix products "
         "run on a slow generic path here, many times slower than fp32; "
         "--precision auto picks fp32 on this CPU"]
+
+
+def test_train_says_its_result_in_words_and_json_only_behind_a_flag(capsys, toy_corpus, tmp_path):
+    code, out, err = run_cli(capsys, train_args(toy_corpus, tmp_path / "words"))
+    assert code == 0, err
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("done: 3 updates in ") and "s of training (fp32); validation loss " \
+        in last and f"The run is in {tmp_path / 'words'}" in last, out
+    assert "{" not in out, out                                  # no JSON for a person
+    code, out, err = run_cli(capsys, [*train_args(toy_corpus, tmp_path / "json"), "--json"])
+    assert code == 0, err
+    result = json.loads(out.strip().splitlines()[-1])           # as before, for scripts
+    assert result["step"] == 3 and {"train_seconds", "precision", "valid_loss"} <= set(result)
+
+
+@corpus_host.needs_corpora()                        # demo trains the quick recipe on Multi30k
+def test_demo_speaks_in_sentences_with_a_progress_bar(capsys):
+    code, out, err = run_cli(capsys, ["demo", "--steps", "10", "--threads", "1", "--progress"])
+    assert code == 0, err
+    lines = out.strip().splitlines()
+    assert lines[0].startswith("Training a tiny Transformer on Multi30k (English to German) "
+                               "for 10 updates, on 1 CPU thread"), lines
+    assert lines[1].startswith("One batch: ") and " logits, a score for each of the 1,000 " \
+        "pieces of the vocabulary" in lines[1], lines
+    steps = [line for line in lines if line.startswith("step ")]
+    assert [s.split(":")[0] for s in steps] == ["step 5/10", "step 10/10"], lines
+    assert all(", learning rate 0.0" in s and s.endswith(" tokens/s") for s in steps), steps
+    losses = [float(s.split("loss ")[1].split(",")[0]) for s in steps]
+    assert losses[1] < losses[0]                                # the falling loss
+    assert lines[-1].startswith("done: 10 updates in ") and "validation loss " in lines[-1]
+    assert "{" not in out and '"step"' not in out, out          # no JSON
+    assert "10/10" in err and "upd" in err, err[-500:]          # the bar, on stderr
+
+
+@corpus_host.needs_corpora()
+def test_demo_prints_json_lines_behind_a_flag_for_scripts(capsys):
+    code, out, err = run_cli(capsys, ["demo", "--steps", "5", "--threads", "1", "--json"])
+    assert code == 0, err
+    first, *rest = out.strip().splitlines()
+    assert first.startswith("batch: src (") and "logits (" in first, first
+    records = [json.loads(line) for line in rest]               # every other line is JSON
+    assert records[0]["step"] == 5 and {"loss", "lr", "tokens_per_s"} <= set(records[0])
+    assert records[-2]["final"] and records[-1]["step"] == 5 and "valid_loss" in records[-1]
+    assert "upd" not in err                                     # no bar off a terminal

@@ -12,14 +12,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import torch
 
 import processes
-from helpers import one_line_error, run_cli
+from helpers import HANG_S, one_line_error, run_cli, wait_until
 from transformer.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from transformer.inference import load_model
 
@@ -124,13 +123,10 @@ def test_ctrl_c_during_translate_keeps_the_finished_lines(toy_runs, tmp_path):
                                 preexec_fn=processes.ctrl_c_as_in_a_terminal)
     try:
         # the lines go into a temporary file beside out.txt until the end (or Ctrl-C)
-        deadline = time.monotonic() + 120                      # hang guards only
-        while not any(p.stat().st_size for p in tmp_path.glob(".out.txt.*.tmp")) and \
-                proc.poll() is None:
-            assert time.monotonic() < deadline, "no line was written within 120 s"
-            time.sleep(0.05)
+        wait_until(lambda: any(p.stat().st_size for p in tmp_path.glob(".out.txt.*.tmp"))
+                   or proc.poll() is not None, "a translated line written", every=0.05)
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=120)
+        proc.wait(timeout=HANG_S)                               # a hang guard only
     finally:
         proc.kill()
         proc.wait()

@@ -12,14 +12,13 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import processes
-from helpers import one_line_error, run_cli, train_args, write_corpus
+from helpers import one_line_error, run_cli, train_args, wait_until, write_corpus
 from transformer.checkpoint import load_checkpoint, save_checkpoint
 from transformer.tools import cli
 
@@ -173,24 +172,26 @@ def test_two_translations_into_one_output_leave_one_whole_file(capsys, toy, tmp_
             text=True, start_new_session=True))
     try:
         ends = []
+        def writer_end(fifo, proc):                           # (its output opened already)
+            try:
+                return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK) + 1   # 0 is a descriptor
+            except OSError as exc:                             # ENXIO: no reader yet
+                assert exc.errno == errno.ENXIO and proc.poll() is None, \
+                    proc.stderr and proc.stderr.read()
+                return None
+
+        def a_wrote_a_line():
+            assert procs[0].poll() in (None, 0)
+            return any(p.stat().st_size for p in tmp_path.glob("*out.txt*"))
+
         for (fifo, _), proc in zip(inputs, procs):          # each is reading its input
-            deadline = time.monotonic() + 120                  # (its output opened already)
-            while True:
-                try:
-                    ends.append(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-                    break
-                except OSError as exc:                         # ENXIO: no reader yet
-                    assert exc.errno == errno.ENXIO and proc.poll() is None and \
-                        time.monotonic() < deadline, proc.stderr and proc.stderr.read()
-                    time.sleep(0.02)
+            ends.append(wait_until(lambda: writer_end(fifo, proc), f"{fifo.name} read") - 1)
         for i, (end, (_, text)) in enumerate(zip(ends, inputs)):
             os.set_blocking(end, True)
             os.write(end, text.encode())
             os.close(end)
-            deadline = time.monotonic() + 120
-            while i == 0 and not any(p.stat().st_size for p in tmp_path.glob("*out.txt*")):
-                assert time.monotonic() < deadline and procs[0].poll() in (None, 0)
-                time.sleep(0.01)                               # a has written a line
+            if i == 0:
+                wait_until(a_wrote_a_line, "a's first line written", every=0.01)
         results = [proc.communicate(timeout=300) for proc in procs]
     finally:
         for proc in procs:

@@ -9,9 +9,11 @@ panel.js, worker.js, model.js).
   of a fixed batch agree with PyTorch's (``GRAD_TOLERANCE``), and ten Adam steps on the
   same batches give the same loss curve (``CURVE_TOLERANCE``).
 * Training with the panel's starting settings lowers the loss and reaches 99% sequence
-  accuracy on reversal within ``TRAIN_SECONDS``, the cross-attention turns from a blur
-  into the anti-diagonal, and the page's requestAnimationFrame loop has no gap over 100 ms
-  while the Worker trains.
+  accuracy on reversal within ``TRAIN_STEPS``, the cross-attention turns from a blur into
+  the anti-diagonal; the Worker trains, the page's own thread runs none of it (a spy) and
+  draws only in its frames, the curve once a frame whatever number of messages came
+  (how long it takes, and how long its frames wait, is benchmarks/book/page_training.py's
+  to measure: the suite asserts no durations).
 * A typed input is reversed and its maps shown; a bad one gets a message; a second visit
   downloads no TensorFlow.js; the panel fits a 390 px phone.
 """
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 import gzip
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -42,10 +43,10 @@ LETTERS = "abcdefghij"
 # the loss after each of ten Adam steps within 1e-5 of itself. Observed (Chromium 156,
 # TensorFlow.js 4.22 wasm): loss 2e-7, gradients 9e-7 of their largest entry, curve 9e-7
 LOSS_TOLERANCE, GRAD_TOLERANCE, GRAD_FLOOR, CURVE_TOLERANCE = 1e-6, 1e-5, 1e-7, 1e-5
-# 99% sequence accuracy on reversal with the panel's starting settings, within this many
-# seconds of training: book/results/page_training.json has the time on a quiet machine;
-# this bound leaves room for a machine shared with other work
-TRAIN_SECONDS = 120
+# 99% sequence accuracy on reversal with the panel's starting settings within this many
+# steps (the same seed, so the same steps on any machine: book/results/page_training.json
+# has 150, and the time they take on a quiet machine); room for another TensorFlow.js
+TRAIN_STEPS = 300
 
 
 def open_panel(opened):
@@ -193,25 +194,44 @@ def test_the_same_weights_and_batches_give_the_same_loss_curve(panel):
 
 
 # ------------------------------------------------------------------ training
-# requestAnimationFrame times and long tasks ([start, duration]), in ms since the epoch
-# (performance.timeOrigin + t: two pages' times compare), until window.frames_stop_ is set
-FRAMES = """() => { window.frames_ = new Promise((resolve) => {
-    const frames = [], tasks = [];
-    const observer = new PerformanceObserver((l) => l.getEntries().forEach(
-      (e) => tasks.push([performance.timeOrigin + e.startTime, e.duration])));
-    observer.observe({type: 'longtask'});
-    window.frames_stop_ = false;
-    const frame = (t) => {
-      frames.push(performance.timeOrigin + t);
-      if (!window.frames_stop_) return requestAnimationFrame(frame);
-      observer.disconnect();
-      resolve({frames, tasks});
+# A spy on the page's own thread while the panel trains: the requests it posts to its
+# Workers, any WebAssembly it compiles or starts (TensorFlow.js's backend would), whether
+# it has TensorFlow.js, and where it draws on a canvas: inside a requestAnimationFrame
+# callback or not, and how many times a frame it draws the curve (the frame's timestamp
+# names the frame; it is never compared as a time).
+PANEL_SPY = """() => {
+    const spy = window.panelSpy_ = {posted: [], wasm: [], outside: 0, curves: {}, maps: {}};
+    const post = Worker.prototype.postMessage;
+    Worker.prototype.postMessage = function (m, ...rest) {
+      spy.posted.push(m && m.type);
+      return post.call(this, m, ...rest);
     };
-    requestAnimationFrame(frame);
-  }); }"""
-STOP_FRAMES = "() => { window.frames_stop_ = true; return window.frames_; }"
-BUSY_WORKER = ("() => { window.busy_ = new Worker(URL.createObjectURL(new Blob(["
-               "'for (;;) {}'], {type: 'text/javascript'}))); }")
+    for (const name of ['compile', 'compileStreaming', 'instantiate', 'instantiateStreaming']) {
+      const f = WebAssembly[name];
+      if (f) WebAssembly[name] = function (...args) { spy.wasm.push(name); return f.apply(this, args); };
+    }
+    for (const name of ['Module', 'Instance']) {
+      WebAssembly[name] = new Proxy(WebAssembly[name], {construct(target, args, made) {
+        spy.wasm.push(name); return Reflect.construct(target, args, made); }});
+    }
+    let frame = null;                                // the frame whose callback is running
+    const raf = window.requestAnimationFrame;
+    window.requestAnimationFrame = (callback) => raf.call(window, (t) => {
+      frame = String(t);
+      try { return callback(t); } finally { frame = null; }
+    });
+    const fillRect = CanvasRenderingContext2D.prototype.fillRect;
+    CanvasRenderingContext2D.prototype.fillRect = function (...args) {
+      if (frame === null) spy.outside += 1;
+      else {
+        const count = this.canvas.classList.contains('tp-curve') ? spy.curves : spy.maps;
+        count[frame] = (count[frame] || 0) + (args[0] === 0 && args[1] === 0 ? 1 : 0);
+      }
+      return fillRect.apply(this, args);
+    };
+}"""
+# The files the page's own thread fetched (its Workers' fetches are in their own timelines)
+PAGE_FETCHED = "() => performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname)"
 MAPS = """() => { const m = window.attentionBook.training.maps;
     return {what: m.what, cross: m.maps['decoder.cross'], rows: m.rows, cols: m.cols,
             canvases: Array.from(document.querySelectorAll('.tp-map canvas'), (c) => c.width)}; }"""
@@ -228,41 +248,26 @@ def mirror_weight(maps: dict) -> float:
     return best
 
 
-def _gaps(measured) -> list[tuple[float, float]]:
-    """(start, end) of every gap between two frames."""
-    f = measured["frames"]
-    return list(zip(f, f[1:]))
-
-
 @pytest.fixture(scope="module")
-def trained(panel, new_page):
-    """The panel's starting settings trained to 99%, with the page's frames measured
-    meanwhile and, at the same time, those of a control: another page (its own renderer
-    process) beside a plain busy Worker, the load a training page puts on the machine
-    without its drawing. What the machine's other work does to frames, it does to both."""
+def trained(panel):
+    """The panel's starting settings trained to 99%, with :data:`PANEL_SPY` on the page's
+    own thread meanwhile."""
     page = panel.page
-    control = new_page("genindex.html")
-    try:
-        control.page.evaluate(BUSY_WORKER)
-        page.locator(".tp-train").scroll_into_view_if_needed()   # no scrolling in what is timed
-        page.evaluate("""() => { window.mapSteps_ = []; const p = window.attentionBook.training;
-            const show = p.showMaps.bind(p);
-            p.showMaps = (maps, src, tgtIn, what) => { window.mapSteps_.push(what); show(maps, src, tgtIn, what); }; }""")
-        page.click(".tp-train")
-        page.wait_for_function("() => window.attentionBook.training.maps", timeout=60_000)
-        before = page.evaluate(MAPS)
-        control.page.evaluate(FRAMES)
-        page.evaluate(FRAMES)
-        page.wait_for_function("() => window.attentionBook.training.result || document.querySelector('.tp-error')",
-                               timeout=600_000)
-        assert not page.query_selector(".tp-error"), page.text_content(".tp-status")
-        page.wait_for_timeout(300)                                # the last maps drawn
-        measured = page.evaluate(STOP_FRAMES)
-        beside = control.page.evaluate(STOP_FRAMES)
-        control.page.evaluate("() => window.busy_.terminate()")
-    finally:
-        control.close()
-    return {"control": beside, "measured": measured,
+    page.locator(".tp-train").scroll_into_view_if_needed()
+    page.evaluate("""() => { window.mapSteps_ = []; const p = window.attentionBook.training;
+        const show = p.showMaps.bind(p);
+        p.showMaps = (maps, src, tgtIn, what) => { window.mapSteps_.push(what); show(maps, src, tgtIn, what); }; }""")
+    page.evaluate(PANEL_SPY)
+    page.click(".tp-train")
+    page.wait_for_function("() => window.attentionBook.training.maps", timeout=60_000)
+    before = page.evaluate(MAPS)
+    page.wait_for_function("() => window.attentionBook.training.result || document.querySelector('.tp-error')",
+                           timeout=600_000)
+    assert not page.query_selector(".tp-error"), page.text_content(".tp-status")
+    page.wait_for_function("() => !window.attentionBook.training.frame")   # the last maps drawn
+    return {"spy": page.evaluate("() => window.panelSpy_"),
+            "has_tf": page.evaluate("() => typeof window.tf !== 'undefined'"),
+            "page_fetched": page.evaluate(PAGE_FETCHED),
             "result": page.evaluate("() => window.attentionBook.training.result"),
             "progress": page.evaluate("() => window.attentionBook.training.progress"),
             "settings": page.evaluate("() => window.attentionBook.training.settings()"),
@@ -275,7 +280,7 @@ def test_training_in_the_page_learns_reversal(trained):
     s, r, progress = trained["settings"], trained["result"], trained["progress"]
     assert s["task"] == "reverse" and s["length"] == 8 and s["symbols"] == 10, s
     assert r["reached"], f"99% not reached: {trained['status']}"
-    assert r["reached"]["seconds"] <= TRAIN_SECONDS, trained["status"]
+    assert r["reached"]["step"] <= TRAIN_STEPS, trained["status"]
     assert r["accuracy"] >= 0.99 and "reached 99%" in trained["status"], trained["status"]
     assert progress[-1]["loss"] < progress[0]["loss"] / 10, (progress[0], progress[-1])
     # the maps were redrawn while it trained, and the cross-attention learnt the mirror
@@ -288,31 +293,23 @@ def test_training_in_the_page_learns_reversal(trained):
     assert len(canvases) == 3 * heads and min(canvases) > 50, canvases
 
 
-def test_the_page_keeps_drawing_frames_while_the_worker_trains(trained):
-    """No requestAnimationFrame gap over 100 ms while the Worker trains and the page draws
-    the curve and the maps, except where the control page, at the same moment, went as
-    long without a frame (within 50 ms): the machine's other work, not the page's. The
-    page's own share: no main-thread task of 100 ms or more outside such moments."""
-    measured, control = trained["measured"], trained["control"]
-    gaps = _gaps(measured)
-    seconds = (measured["frames"][-1] - measured["frames"][0]) / 1000
-    assert len(gaps) >= 20 and seconds > 1, (len(gaps), seconds)
-    control_gaps = _gaps(control)
-    assert len(control_gaps) >= 20, "the control page drew no frames"
-
-    def the_machines(start, end):            # the control had a gap as long, overlapping
-        return any(min(end, b) - max(start, a) > 0 and (b - a) >= (end - start) - 50
-                   for a, b in control_gaps)
-
-    long = [(a, b) for a, b in gaps if b - a > 100]
-    ours = [(a, b) for a, b in long if not the_machines(a, b)]
-    assert not ours, (f"{len(ours)} gaps over 100 ms in {seconds:.1f} s the control page did "
-                      f"not have: {[round(b - a) for a, b in ours]} ms")
-    tasks = [(t, d) for t, d in measured["tasks"] if d >= 100 and not the_machines(t, t + d)]
-    assert not tasks, f"main-thread tasks of 100 ms or more: {tasks}"
-    if long:
-        warnings.warn(f"{len(long)} frame gaps over 100 ms (longest {max(b - a for a, b in long):.0f}"
-                      f" ms), each matched by one of the control page: a loaded machine")
+def test_the_worker_trains_and_the_page_only_draws_in_its_frames(trained):
+    """What keeps the page responsive while it trains, checked structurally (its frames'
+    gaps are benchmarks/book/page_training.py's to time, beside a control page): the
+    training is asked of the Worker, and the page's own thread has no TensorFlow.js, starts
+    no WebAssembly and fetches none of the worker's parts; it draws on its canvases only in
+    requestAnimationFrame callbacks (a message from the worker only queues a drawing), the
+    curve at most once a frame however many messages came before it, and it did draw the
+    curve and the maps as the training went."""
+    spy = trained["spy"]
+    assert "train" in spy["posted"], spy["posted"]
+    assert not trained["has_tf"] and spy["wasm"] == [], spy["wasm"]
+    own = [path for path in trained["page_fetched"] if "/_static/tfjs/" in path
+           or path.endswith(("/training/worker.js", "/training/model.js"))]
+    assert not own, f"the page's own thread fetched the worker's parts: {own}"
+    assert spy["outside"] == 0, f"{spy['outside']} canvas drawings outside a frame"
+    assert max(spy["curves"].values()) == 1, {t: n for t, n in spy["curves"].items() if n > 1}
+    assert len(spy["curves"]) >= 5 and len(spy["maps"]) >= 5, (len(spy["curves"]), len(spy["maps"]))
 
 
 def test_a_typed_input_is_reversed_and_its_attention_shown(panel, trained):

@@ -174,16 +174,16 @@ SUBJECTS = [*RECIPES, NO_RECIPE]
 def built():
     """Each recipe's model, optimizer and trainer, and those of the defaults, as
     Trainer.from_config builds them (without the data: the vocabulary has its set size)."""
-    runs, threads = {}, torch.get_num_threads()
+    runs = {}
     for name in SUBJECTS:
         torch.manual_seed(0)
         cfg = TrainConfig() if name == NO_RECIPE else recipe(name)
         model = FastTransformer(cfg.model_config(cfg.vocab_size))
         optimizer = make_optimizer(model, cfg.optimizer)
-        trainer = Trainer(model, optimizer, None, None, cfg)   # sets torch's threads
+        trainer = Trainer(model, optimizer, None, None, cfg)   # sets torch's threads (put
+        # back when the module ends: conftest's pytest_fixture_setup)
         runs[name] = SimpleNamespace(cfg=cfg, model=model, optimizer=optimizer, trainer=trainer)
-    yield runs
-    torch.set_num_threads(threads)
+    return runs
 
 
 @pytest.mark.parametrize("name", SUBJECTS)

@@ -136,7 +136,6 @@ def same_batch(a, b) -> bool:
         and (a.n_src_tokens, a.n_tgt_tokens) == (b.n_src_tokens, b.n_tgt_tokens)
 
 
-@pytest.mark.usefixtures("keeps_threads")
 def test_a_prepared_folder_trains_exactly_as_the_corpus_in_memory(tmp_path):
     """Same vocabulary (the sample holds every pair), same batches epoch after epoch, same
     tensors, so the same losses: --corpus FOLDER and --corpus PREPARED are one run."""
@@ -207,7 +206,6 @@ def test_prepare_command_on_wmt14_offline_samples_and_reuses(wmt14, tmp_path, ca
     assert "other settings (vocab_size: 40 there, 41 here)" in capsys.readouterr().err
 
 
-@pytest.mark.usefixtures("keeps_threads")
 def test_train_on_wmt14_prepares_it_once(wmt14, tmp_path):
     cfg = toy_settings("wmt14", tmp_path / "run", data_root=str(tmp_path / "data"), vocab_size=40,
                      max_updates=1, max_tokens=64, update_tokens=64)

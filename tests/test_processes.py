@@ -1,11 +1,11 @@
 """Every process a test starts ends with the test (tests/processes.py, tests/conftest.py)."""
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 import processes
+from helpers import wait_until
 
 
 def alive(pid: int) -> bool:
@@ -17,11 +17,9 @@ def alive(pid: int) -> bool:
 
 
 def ended(pid: int) -> bool:
-    """Whether ``pid`` ends (a SIGKILL lands asynchronously) within a generous minute."""
-    deadline = time.monotonic() + 60
-    while alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return not alive(pid)
+    """Whether ``pid`` ends (a SIGKILL lands asynchronously): waits for it (helpers.wait_until,
+    which fails only if it never does)."""
+    return wait_until(lambda: not alive(pid), f"process {pid} ending", every=0.01)
 
 
 def sleepers(marker: str) -> list[int]:

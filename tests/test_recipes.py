@@ -151,7 +151,6 @@ def test_the_book_recipe_is_the_run_its_records_chose():
 
 
 @corpus_host.needs_corpora()                 # the quick recipe trains on Multi30k by name
-@pytest.mark.usefixtures("keeps_threads")
 def test_a_recipe_from_the_shell_trains_as_it_does_in_python(tmp_path):
     """Chapter 7's claim, checked here: `train --recipe NAME` is the run the book trains
     with `Trainer.from_config(recipe(NAME))` (the same logged losses, same seed)."""

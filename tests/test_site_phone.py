@@ -2,7 +2,9 @@
 controls inside the screen and off its titles, no element past the right edge, no figure
 text cut off or drawn over another, and figures that follow the phone switch (600 px) and
 their box both ways, menus included (book/_ext/static/lib/phone_layout.js;
-tests/site_checks.py: the site and the figure helpers)."""
+tests/site_checks.py: the site and the figure helpers); ☰ opens the book's parts and "on
+this page" the page's sections, and on a wide screen ☰ folds the sidebar away and back
+(book/_ext/sidebar_toggles.py)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -282,3 +284,61 @@ def test_explorer_menu_options_keep_texts_apart_on_a_phone(open_page):
         clipped = page.evaluate(CLIPPED_JS)
         assert not clipped, f"{label}: {clipped[:6]}"
     assert not opened.errors, opened.errors
+
+
+# ------------------------------------------------------------ the sidebars' toggles
+# pydata-sphinx-theme 0.17.1 with sphinx-book-theme 1.3.0 bound ☰ and "on this page" to
+# hidden buttons only (pydata-sphinx-theme#2451, sphinx-book-theme#988): the visible ones
+# did nothing, on every page; book/_ext/sidebar_toggles.py hands their clicks on.
+PARTS = ("The model", "Training and inference", "What matters, and what next",
+         "Under the hood (optional)")
+TOGGLE_PAGE = "book/01_introduction.html"
+SECTIONS_JS = """() => Array.from(document.querySelectorAll('article section > h2'), (h) => {
+    const c = h.cloneNode(true);
+    c.querySelectorAll('.headerlink').forEach((x) => x.remove());
+    return c.textContent.trim(); })"""
+SHOWN_LINKS_JS = """(dialog) => Array.from(document.querySelectorAll(dialog + ' nav a'))
+    .filter((a) => { const b = a.getBoundingClientRect();
+                     return b.width > 0 && b.height > 0 && getComputedStyle(a).visibility !== 'hidden'; })
+    .map((a) => a.textContent.trim())"""
+
+
+def _shown_toggle(page, kind: str):
+    return page.locator(f".{kind}-toggle >> visible=true").first
+
+
+def test_on_a_phone_the_menu_opens_the_books_parts(open_page):
+    """At 390 px, tapping ☰ opens the navigation: every part of the book shows, "Under the
+    hood (optional)" among them."""
+    page = open_page(TOGGLE_PAGE, viewport=PHONE).page
+    _shown_toggle(page, "primary").click()
+    dialog = page.locator("#pst-primary-sidebar-modal")
+    for part in PARTS:
+        dialog.get_by_text(part, exact=True).wait_for(state="visible")
+
+
+def test_on_a_phone_on_this_page_opens_the_pages_sections(open_page):
+    """At 390 px, tapping "on this page" opens the page's contents: each of its sections."""
+    opened = open_page(TOGGLE_PAGE, viewport=PHONE)
+    page = opened.page
+    sections = page.evaluate(SECTIONS_JS)
+    assert "Summary" in sections and len(sections) >= 5, sections
+    _shown_toggle(page, "secondary").click()
+    page.locator("#pst-secondary-sidebar-modal[open]").wait_for()
+    page.wait_for_function(f"() => ({SHOWN_LINKS_JS})('#pst-secondary-sidebar-modal').length > 0")
+    shown = page.evaluate(SHOWN_LINKS_JS, "#pst-secondary-sidebar-modal")
+    assert set(sections) <= set(shown), (sections, shown)
+    assert not opened.errors, opened.errors
+
+
+def test_on_a_wide_screen_the_menu_hides_and_restores_the_sidebar(open_page):
+    """At 1280 px, ☰ folds the navigation sidebar away, and brings it back."""
+    page = open_page(TOGGLE_PAGE, viewport=(1280, 900)).page
+    sidebar = page.locator("#pst-primary-sidebar")
+    part = sidebar.get_by_text(PARTS[-1], exact=True)
+    part.wait_for(state="visible")
+    _shown_toggle(page, "primary").click()
+    sidebar.wait_for(state="hidden")
+    _shown_toggle(page, "primary").click()
+    sidebar.wait_for(state="visible")
+    part.wait_for(state="visible")

@@ -1,5 +1,6 @@
 """The session's guard (tests/state_guard.py): a test that leaves the process state changed
 fails, naming what it changed, and the next test starts as it would have."""
+import os
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
@@ -87,3 +88,66 @@ def test_a_planted_leak_fails_the_test_that_left_it(pytester, monkeypatch, ctrl_
 
 def test_the_guard_is_on_in_this_session(request):
     assert request.config.pluginmanager.has_plugin("state_guard")
+
+
+PLANTED_TRAINING = '''
+import pytest
+import torch
+
+THREADS = torch.get_num_threads()
+
+
+@pytest.fixture(scope="session")
+def trained_for_the_session():
+    torch.set_num_threads(THREADS + 1)        # as Trainer.from_config with threads= does
+
+
+@pytest.fixture(scope="module")
+def trained_for_the_module():
+    torch.set_num_threads(THREADS + 2)
+
+
+@pytest.fixture(scope="class")
+def trained_for_the_class():
+    torch.set_num_threads(THREADS + 3)
+    yield
+
+
+class TestInAClass:
+    def test_its_fixture_keeps_the_runs_count(self, trained_for_the_class):
+        assert torch.get_num_threads() == THREADS + 3
+
+
+def test_a_session_fixture_puts_it_back_at_once(trained_for_the_session):
+    assert torch.get_num_threads() == THREADS
+
+
+def test_a_module_fixture_keeps_the_runs_count_for_its_module(trained_for_the_module):
+    assert torch.get_num_threads() == THREADS + 2
+
+
+def test_a_test_that_trains():
+    torch.set_num_threads(THREADS + 4)
+'''
+
+PLANTED_AFTER = '''
+import torch
+
+from test_planted_training import THREADS
+
+
+def test_after_them_all_is_as_it_was():
+    assert torch.get_num_threads() == THREADS
+'''
+
+
+def test_no_fixture_nor_test_leaves_torchs_threads_changed(pytester, monkeypatch, ctrl_c):
+    # the suite's own conftest puts the count back after every test and fixture, whatever
+    # the count was at the start (OMP_NUM_THREADS=1, 3 or unset), so none need remember it
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), str(pytester.path)]))
+    pytester.makepyfile(test_planted_training=PLANTED_TRAINING, test_planted_after=PLANTED_AFTER)
+    result = pytester.runpytest_subprocess("-p", "state_guard", "-p", "conftest",
+                                           "-p", "no:cacheprovider",
+                                           "test_planted_training.py",
+                                           "test_planted_after.py", timeout=600)
+    result.assert_outcomes(passed=5)

@@ -22,7 +22,7 @@ class Clock:
         self.machine += seconds * (own_cores + other_cores)
 
 
-def test_a_busy_neighbour_takes_a_thread_and_gives_it_back(monkeypatch, keeps_threads):
+def test_a_busy_neighbour_takes_a_thread_and_gives_it_back(monkeypatch):
     clock = Clock(monkeypatch)
     governor = ThreadGovernor(most=2, every_s=3.0, cores=2)
     assert governor.tick() is None and torch.get_num_threads() == 2      # the first look
@@ -36,7 +36,7 @@ def test_a_busy_neighbour_takes_a_thread_and_gives_it_back(monkeypatch, keeps_th
     assert governor.tick() == 2 and torch.get_num_threads() == 2
 
 
-def test_never_below_one_nor_above_the_runs_threads(monkeypatch, keeps_threads):
+def test_never_below_one_nor_above_the_runs_threads(monkeypatch):
     clock = Clock(monkeypatch)
     governor = ThreadGovernor(most=3, every_s=1.0, cores=4)
     governor.tick()
@@ -46,7 +46,7 @@ def test_never_below_one_nor_above_the_runs_threads(monkeypatch, keeps_threads):
     assert governor.tick() == 3
 
 
-def test_the_trainer_adapts_on_a_cpu_unless_told_not_to(keeps_threads):
+def test_the_trainer_adapts_on_a_cpu_unless_told_not_to():
     from transformer.model import Transformer
     from transformer.training.config import TrainConfig
     from transformer.training.loop import Trainer
@@ -60,7 +60,7 @@ def test_the_trainer_adapts_on_a_cpu_unless_told_not_to(keeps_threads):
 
 @pytest.mark.parametrize("other_cores,threads", [(0.3, 2), (0.49, 2), (0.6, 1), (0.9, 1),
                                                   (1.4, 1), (1.6, 1)])
-def test_a_neighbour_using_part_of_a_core_counts_to_the_nearest_core(monkeypatch, keeps_threads,
+def test_a_neighbour_using_part_of_a_core_counts_to_the_nearest_core(monkeypatch,
                                                                      other_cores, threads):
     # a browser tab at 0.7 of a core leaves one core free on two, not two: the cores free
     # are the machine's less the others' use rounded to the nearest core
@@ -72,7 +72,7 @@ def test_a_neighbour_using_part_of_a_core_counts_to_the_nearest_core(monkeypatch
     assert governor.threads == threads
 
 
-def test_fit_leaves_the_runs_thread_count_not_the_governors_last(monkeypatch, keeps_threads):
+def test_fit_leaves_the_runs_thread_count_not_the_governors_last(monkeypatch):
     # a busy machine made the governor drop to one thread during the run: once fit()
     # returns, the process (a notebook's kernel, a test session) has the run's count back
     from helpers import toy_trainer

@@ -82,11 +82,8 @@ def wrapper(tmp_path_factory) -> Path:
 @pytest.fixture
 def one_thread():
     """In-process training on one thread, as the subprocesses' --threads 1 (a shared
-    2-core machine thrashes with more)."""
-    threads = torch.get_num_threads()
+    2-core machine thrashes with more); conftest puts the count back after the test."""
     torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 # The toy run (helpers.toy_run) on the Multi30k pairs of `corpus`: a vocabulary of 400

@@ -7,7 +7,11 @@ drives headless Chromium (Debian's, through Playwright) through the page as a re
 does: the bytes the server sent for the model and the runtime, the time from the button
 to a ready model, and the time to translate one 15-word test sentence with greedy search
 and with beam 4, as the page reports them (median of ``--repeats`` after one warm-up);
-then the page loaded again, and the bytes that second visit downloaded. Then the same
+then the page's frames while it translates a 200-token input (its longest gap between two
+frames and its longest main-thread task, beside a control page with a plain busy Worker
+measured at the same time: ``benchmarks.book.Frames``) and while it translates a
+255-token one and draws its map (the longest task: the map's drawing); then the page
+loaded again, and the bytes that second visit downloaded. Then the same
 sentence through ``python -m transformer translate`` (wall time of the command, start-up
 included) and through ``transformer.decoding.translate`` in this process (torch,
 ``--threads``). ``--record PATH`` keeps the result there under ``--label``, with its
@@ -37,7 +41,7 @@ import threading
 from pathlib import Path
 
 from benchmarks import REPO
-from benchmarks.book import Served, sphinx_extension
+from benchmarks.book import Frames, Served, sphinx_extension
 from benchmarks.record import add_option
 from transformer_book.timing import Stopwatch
 
@@ -55,10 +59,57 @@ def page_build():
             and sphinx_extension("browser_model"))
 
 
-def fifteen_word_sentence() -> str:
+def test_sentences() -> list[str]:
     from transformer.data import load_corpus
-    test = load_corpus("multi30k-en-de", "test")
-    return next(s for s in test.src if len(s.split()) == 15)
+    return load_corpus("multi30k-en-de", "test").src
+
+
+def fifteen_word_sentence() -> str:
+    return next(s for s in test_sentences() if len(s.split()) == 15)
+
+
+def encoded(page, text: str) -> int:
+    """How many pieces the page's encoder (its worker's) makes of ``text``."""
+    done = page.evaluate("(t) => window.attentionBook.translator.ask('encode', {sentences: [t]})", text)
+    return len(done["ids"][0])
+
+
+def long_input(page, sentences: list[str], tokens: int) -> str:
+    """Test sentences joined, cut and padded with " a" until the page's encoder makes
+    exactly ``tokens`` pieces of them (as tests/test_browser_model.py's)."""
+    words = " ".join(sentences).split()
+    low, high = 0, tokens                    # a word makes one piece or more
+    while low < high:                        # the most words within ``tokens`` pieces
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if encoded(page, " ".join(words[:mid])) <= tokens else (low, mid - 1)
+    text = " ".join(words[:low])
+    while encoded(page, text) < tokens:
+        text += " a"
+    return text
+
+
+def responsiveness(browser, page, control_url: str, sentences: list[str]) -> dict:
+    """The page's frames while it translates a 200-token input (from the click until the
+    translations are shown), and while it translates a 255-token one and draws its map
+    (until the map is drawn), each beside a control page measured at the same time."""
+    figures = {}
+    for name, tokens, done in (
+            ("while_translating", 200, "document.querySelector('.lt-output .lt-text')"),
+            ("while_drawing_a_long_map", 255, "window.attentionBook.translator.drawn")):
+        text = long_input(page, sentences[100:], tokens)
+        page.fill("input.lt-input", text)
+        page.evaluate("() => { document.querySelector('.lt-output').replaceChildren();"
+                      " window.attentionBook.translator.drawn = false; }")
+        frames = Frames(browser, page, control_url)
+        page.click("button.lt-go")
+        page.wait_for_function(f"() => {done} || document.querySelector('.lt-error')",
+                               timeout=600_000)
+        page.wait_for_timeout(300)               # the observer reports a task after it
+        figures[name] = {"tokens": tokens, **frames.stop()}
+        if page.query_selector(".lt-error"):
+            raise SystemExit(page.text_content(".lt-status"))
+        page.wait_for_function("() => window.attentionBook.translator.drawn", timeout=600_000)
+    return figures
 
 
 def stage(checkpoint: Path, root: Path, weights: str, code_from: str | None = None) -> dict:
@@ -139,6 +190,15 @@ def in_browser(root: Path, sentence: str, repeats: int) -> dict:
                 if i:                                    # the first run warms up
                     times["greedy"].append(r["greedy"]["ms"])
                     times["beam"].append(r["beam"]["ms"])
+            # the page's code of an older revision may lack what this drives (its worker's
+            # encoder, the map's `drawn`): then its frames are not measured
+            if page.evaluate("() => !!(window.attentionBook && window.attentionBook.translator"
+                             " && window.attentionBook.translator.ask"
+                             " && 'drawn' in window.attentionBook.translator)"):
+                frames = responsiveness(browser, page, f"http://127.0.0.1:{server.server_port}/",
+                                        test_sentences())
+            else:
+                frames = None
             before = dict(Served.sent)
             page.reload(wait_until="load")
             ready_again = load(page)
@@ -150,7 +210,7 @@ def in_browser(root: Path, sentence: str, repeats: int) -> dict:
     return {"downloaded_bytes": first, "ready_s": ready, "second_visit_downloaded_bytes": again,
             "second_visit_ready_s": ready_again, "greedy_ms": statistics.median(times["greedy"]),
             "beam_ms": statistics.median(times["beam"]), "beam_text": r["beam"]["text"],
-            "chromium": version}
+            "frames": frames, "chromium": version}
 
 
 def in_python(checkpoint: Path, sentence: str, repeats: int, threads: int) -> dict:
@@ -221,6 +281,12 @@ def main():
           f"{python['greedy_ms']:.0f} ms, beam 4 {python['beam_ms']:.0f} ms; the CLI command "
           f"`python -m transformer translate --beam 4` {python['cli_s']:.1f} s with start-up")
     print(f"same beam-4 output: {browser['beam_text'] == python['beam_text']}")
+    for name, f in (browser["frames"] or {}).items():
+        print(f"the page's frames {name.replace('_', ' ')} ({f['tokens']} tokens, {f['seconds']:.1f} s): "
+              f"{f['frames']} frames, longest gap {f['longest_gap_ms']} ms "
+              f"({f['gaps_over_100_ms']} over 100 ms, {f['gaps_over_100_ms_not_in_control']} of "
+              f"them not in the control's), longest main-thread task {f['longest_task_ms']} ms; "
+              f"the control page beside a busy Worker: longest gap {f['control_longest_gap_ms']} ms")
 
 
 if __name__ == "__main__":

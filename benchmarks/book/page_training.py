@@ -7,8 +7,11 @@ does: open the panel (the bytes the server sent, raw and as gzip would send them
 to a ready panel), press Train with the panel's starting settings, and read what the
 panel reports: the step and the seconds at which the sequence accuracy on 500 held-out
 sequences first reached 99%. ``--repeats`` trainings (the same seed, so the same steps;
-the time is their median). The machine's load average is kept beside the figures: time
-it on a quiet machine.
+the time is their median). During the first, the page's frames are measured beside a
+control page with a plain busy Worker at the same time (``benchmarks.book.Frames``): the
+longest gap between two frames, the gaps over 100 ms the control did not have, the longest
+main-thread task. The machine's load average is kept beside the figures: time it on a
+quiet machine.
 
     python -m benchmarks.book.page_training --record book/results/page_training.json
 """
@@ -28,7 +31,7 @@ import time
 from pathlib import Path
 
 from benchmarks import REPO
-from benchmarks.book import Served, sphinx_extension
+from benchmarks.book import Frames, Served, sphinx_extension
 from benchmarks.record import add_option, save
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8">
@@ -77,11 +80,18 @@ def in_browser(root: Path, repeats: int) -> dict:
             sent = {p: n for p, n in Served.sent.items() if "/_static/" in p}
             backend = page.evaluate("() => window.attentionBook.training.backend")
             settings = page.evaluate("() => window.attentionBook.training.settings()")
-            for _ in range(repeats):
+            frames = None
+            for i in range(repeats):
                 page.evaluate("() => { window.attentionBook.training.result = null; }")
+                if i == 0:
+                    page.locator(".tp-train").scroll_into_view_if_needed()   # no scrolling timed
+                    watch = Frames(browser, page, f"http://127.0.0.1:{server.server_port}/")
                 page.click(".tp-train")
                 page.wait_for_function("() => window.attentionBook.training.result || "
                                        "document.querySelector('.tp-error')", timeout=600_000)
+                if i == 0:
+                    page.wait_for_timeout(300)                   # the last maps drawn
+                    frames = watch.stop()
                 r = page.evaluate("() => window.attentionBook.training.result")
                 if not r or not r["reached"]:
                     raise SystemExit(f"99% not reached: {page.text_content('.tp-status')}")
@@ -91,7 +101,7 @@ def in_browser(root: Path, repeats: int) -> dict:
     finally:
         server.shutdown()
     return {"runs": runs, "sent": sent, "ready_s": ready_s, "backend": backend,
-            "settings": settings, "chromium": version}
+            "settings": settings, "frames": frames, "chromium": version}
 
 
 def main():
@@ -121,12 +131,20 @@ def main():
         "download_bytes_gzip": compressed,
         "downloaded": sorted(got["sent"]),
         "panel_ready_s": round(got["ready_s"], 2),
+        "frames_while_training": got["frames"],
         "tfjs": got["backend"],
         "browser": f"Chromium {got['chromium']} (headless, Playwright)",
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
     }
     print(json.dumps(figures, indent=1))
+    f = got["frames"]
+    print(f"99% after {figures['steps_to_target']} steps in {seconds:.1f} s; the page's frames "
+          f"while it trained: {f['frames']} in {f['seconds']:.1f} s, longest gap "
+          f"{f['longest_gap_ms']} ms ({f['gaps_over_100_ms']} over 100 ms, "
+          f"{f['gaps_over_100_ms_not_in_control']} of them not in the control's), longest "
+          f"main-thread task {f['longest_task_ms']} ms; the control page beside a busy Worker: "
+          f"longest gap {f['control_longest_gap_ms']} ms")
     save(args.record, "chapter 4's training panel in headless Chromium: time and steps to "
          "99% sequence accuracy on reversal with its starting settings, and its download",
          figures)

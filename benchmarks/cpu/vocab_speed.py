@@ -14,7 +14,9 @@ times real updates in rounds, ``--updates`` per size per round, the sizes taking
 a rotated order each round), so a change in the machine's speed during the run hits every
 size alike. Reported:
 seconds per update, target pieces per German sentence (with the end token), sentences per
-update, sentences per second and that as a ratio to the first size.
+update, sentences per second and that as a ratio to the first size; and, for each size,
+the wall and CPU seconds of training the BPE vocabulary itself (``Tokenizer.train`` on
+both sides of the train split: the time tests/test_tokenizer.py no longer bounds).
 
     python -m benchmarks.cpu.vocab_speed                     # 8000 5000 4000, 5 rounds
     python -m benchmarks.cpu.vocab_speed --vocab 8000 4000 --rounds 2
@@ -29,6 +31,21 @@ from pathlib import Path
 from benchmarks.cpu.trainer import recipe_trainer
 from benchmarks.record import add_option, save
 from transformer_book.timing import Stopwatch
+
+
+def vocabulary_seconds(sizes, scratch: Path, data_root) -> dict:
+    """For each size, the Stopwatch of training that BPE vocabulary on both sides of
+    Multi30k's train split (as the trainer does, transformer/training/vocabulary.py)."""
+    from transformer.data import load_corpus
+    from transformer.tokenizer import Tokenizer
+    train = load_corpus("multi30k-en-de", "train", root=data_root)
+    texts = list(train.src) + list(train.tgt)
+    watches = {}
+    for v in sizes:
+        with Stopwatch() as watch:
+            Tokenizer.train(texts, scratch / f"bpe{v}.model", vocab_size=v, seed=0)
+        watches[v] = watch
+    return watches
 
 
 def main() -> None:
@@ -47,6 +64,7 @@ def main() -> None:
 
     runs = {}
     with tempfile.TemporaryDirectory() as scratch:    # run folders, needed only at set-up
+        bpe = vocabulary_seconds(args.vocab, Path(scratch), args.data_root)
         for v in args.vocab:
             trainer = recipe_trainer(v, Path(scratch), args.threads, args.data_root,
                                      args.max_tokens)
@@ -84,7 +102,11 @@ def main() -> None:
               f"{run['sentences'] / run['updates']:>17.1f} {rate:>12.0f} {rate / base_rate:.3f}")
         rows.append({"vocab": v, "s_per_update": round(run["seconds"] / run["updates"], 3),
                      "pieces_per_sentence": round(run["pieces"], 2),
-                     "sentences_per_s": round(rate), "ratio": round(rate / base_rate, 3)})
+                     "sentences_per_s": round(rate), "ratio": round(rate / base_rate, 3),
+                     "bpe_train_s": round(bpe[v].seconds, 2),
+                     "bpe_train_cpu_s": round(bpe[v].cpu_seconds, 2)})
+    print("BPE vocabulary training on the train split: " + ", ".join(
+        f"{v:,} pieces {bpe[v].seconds:.1f} s ({bpe[v].cpu_seconds:.1f} s CPU)" for v in args.vocab))
     save(args.record, f"make train-tiny's {args.max_tokens}-token updates at "
          f"{len(args.vocab)} BPE vocabulary sizes: sentences per second, "
          f"{args.rounds} rounds of {args.updates} updates", {"rows": rows},

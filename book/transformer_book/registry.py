@@ -34,7 +34,7 @@ BENCHMARKS = [
     ("cpu/dropout_speed.py", "the dropout mask", "python -m benchmarks.cpu.dropout_speed",
      "dropout_speed", lambda r: f"{r['ms']['bf16']['bitwise AND']} ms against "
                                 f"{r['ms']['bf16']['nn.Dropout']} (bf16)"),
-    ("cpu/vocab_speed.py", "sentences/s at three vocabulary sizes",
+    ("cpu/vocab_speed.py", "sentences/s at three vocabulary sizes, and their BPE training",
      "python -m benchmarks.cpu.vocab_speed", "vocab_speed",
      lambda r: ", ".join(f"{x['vocab']:,}: {x['sentences_per_s']}" for x in r["rows"])),
     ("cpu/host_memory.py", "resident memory of a CPU training run",
@@ -57,13 +57,13 @@ BENCHMARKS = [
     ("cpu/decode_speed.py", "KV-cached against recomputed decoding; beam against greedy",
      "python -m benchmarks.cpu.decode_speed", "decode_speed",
      lambda r: f"KV cache {ratio(r['rows'][0]['kv_cache_speedup'])}"),
-    ("book/browser_speed.py", "the model in headless Chromium: download and latency, before "
-     "and after (--label)", "python -m benchmarks.book.browser_speed --label after",
+    ("book/browser_speed.py", "the model in headless Chromium: download, latency and the "
+     "page's frames while it translates, before and after (--label)", "python -m benchmarks.book.browser_speed --label after",
      "browser_speed",
      lambda r: f"{r['runs']['after']['model_bytes'] / 2**20:.1f} MiB, beam 4 "
                f"{r['runs']['after']['browser']['beam_ms']:.0f} ms"),
     ("book/page_training.py", "chapter 4's training panel in headless Chromium: time to 99% "
-     "on reversal, and its download", "python -m benchmarks.book.page_training", "page_training",
+     "on reversal, the page's frames meanwhile, and its download", "python -m benchmarks.book.page_training", "page_training",
      lambda r: f"{r['seconds_to_target']:.1f} s ({r['steps_to_target']} steps), "
                f"{r['download_bytes_gzip'] / 2**20:.2f} MiB gzip"),
     ("book/capstone.py", "the capstone page's reference run: training time and greedy "

@@ -52,7 +52,9 @@ from .ablation import BUDGETS, GROUPS, run_table, select_rows
 from .export import export_checkpoint
 from .host_memory import exec_with_jemalloc
 from .interrupts import CtrlCBetweenLines
-from .options import DescribedHelpFormatter, HelpFormatter, add_common, add_train_options, bounded
+from . import words
+from .options import (DescribedHelpFormatter, HelpFormatter, add_common, add_json,
+                      add_train_options, bounded)
 from ..provenance import provenance, record_text
 
 DESCRIPTION = """\
@@ -167,6 +169,7 @@ def add_train(sub):
                    help="a named run to start from (listed above); the options given "
                         "override its fields (default: none, each field's default)")
     add_train_options(p)
+    add_json(p, "the result as one JSON line (what fit() returns), for scripts")
     p.set_defaults(handler=cmd_train)
 
 
@@ -197,7 +200,11 @@ def cmd_train(args):
                                 f"{trainer.last_checkpoint_text()}") from None
         raise
     if trainer.dist.main:
-        print(json.dumps(result))
+        if args.as_json:
+            print(json.dumps(result))
+        else:
+            print(f"done: {words.result_sentence(result)}. The run is in {cfg.out_dir} "
+                  f"(metrics.jsonl, summary.json, average.pt)")
 
 
 
@@ -481,27 +488,61 @@ def cmd_ablate(args):
 # -------------------- demo
 def add_demo(sub):
     p = sub.add_parser("demo", help="train a tiny model a few steps on Multi30k",
-                       formatter_class=HelpFormatter)
+                       formatter_class=HelpFormatter,
+                       description="Train a tiny model a few updates on Multi30k (the quick "
+                                   "recipe) and say what happens: the shapes of a batch, "
+                                   "then the falling loss, in sentences.")
     p.add_argument("--steps", type=bounded(int, 1), default=30, help="updates to train")
     add_common(p, "threads", threads=2)
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="a progress bar on stderr (default: when stderr is a terminal)")
+    add_json(p, "the shapes' line, then the run's metrics.jsonl records and the result as "
+                "JSON lines")
     p.set_defaults(handler=cmd_demo)
 
 
 def cmd_demo(args):
-    """A few training steps of a tiny model on real data: shapes and falling losses."""
+    """A few training steps of a tiny model on real data: shapes and falling losses, in
+    sentences as they come (``--json``: the records as JSON lines, once trained)."""
     if args.threads:
         torch.set_num_threads(args.threads)
+    bar = sys.stderr.isatty() if args.progress is None else args.progress
+    if not args.as_json:
+        words.say(f"Training a tiny Transformer on Multi30k (English to German) for "
+                  f"{args.steps} update{'s' * (args.steps != 1)}, on {torch.get_num_threads()} "
+                  f"CPU thread{'s' * (torch.get_num_threads() != 1)}; first its vocabulary "
+                  f"and batches...")
     with tempfile.TemporaryDirectory() as out:
         cfg = recipe("quick", out_dir=out, max_updates=args.steps, log_every=5,
-                     save_every=10**9)
+                     save_every=10**9, progress=bar)
         trainer = Trainer.from_config(cfg)
         batch = next(iter(trainer.train_iter))
-        print(f"batch: src {tuple(batch.src.shape)}, tgt_in {tuple(batch.tgt_in.shape)}, "
-              f"logits {tuple(trainer.model(batch.src, batch.tgt_in).shape)}")
+        logits = tuple(trainer.model(batch.src, batch.tgt_in).shape)
+        if args.as_json:
+            print(f"batch: src {tuple(batch.src.shape)}, tgt_in {tuple(batch.tgt_in.shape)}, "
+                  f"logits {logits}")
+            result = trainer.fit()
+            for line in open(f"{out}/metrics.jsonl"):
+                print(line.strip())
+            print(json.dumps(result))
+            return
+        (n, src), (_, tgt), vocabulary = batch.src.shape, batch.tgt_in.shape, logits[-1]
+        words.say(f"One batch: {n} sentence pairs, the English side {n} x {src} token ids "
+                  f"(padded to its longest), the German input {n} x {tgt}; the model "
+                  f"gives {n} x {tgt} x {vocabulary:,} logits, a score for each of the "
+                  f"{vocabulary:,} pieces of the vocabulary at every German position.")
+        log = trainer.log
+
+        def log_and_say(record):
+            log(record)
+            line = words.record_sentence(record, args.steps)
+            if line:
+                words.say(line)
+
+        trainer.log = log_and_say
         result = trainer.fit()
-        for line in open(f"{out}/metrics.jsonl"):
-            print(line.strip())
-        print(json.dumps(result))
+        words.say(f"done: {words.result_sentence(result)}. (--json prints the records as "
+                  f"JSON lines.)")
 
 
 

@@ -77,6 +77,14 @@ def add_common(p, *names: str, **defaults) -> None:
         p.add_argument(flag(f), **kw)
 
 
+def add_json(p, what: str) -> None:
+    """``--json`` (``args.as_json``): a command that speaks in sentences (transformer/tools/
+    words.py) prints ``what`` instead, for scripts."""
+    p.add_argument("--json", action="store_true", dest="as_json",
+                   help=f"print {what} instead of sentences (default: sentences; a run's "
+                        f"records are JSON in its metrics.jsonl either way)")
+
+
 # -------------------- the train command's options
 def _override(text: str) -> tuple[str, object]:
     if "=" not in text:
