@@ -192,3 +192,22 @@ def test_int8_rounds_each_weight_to_the_nearest_step_of_its_rows_scale():
     assert torch.all(rounded[5] == 0)
     assert torch.equal(round_weights(w, "fp16"), w.half().float())
     assert torch.equal(round_weights(w, "fp32"), w)
+
+
+@pytest.mark.parametrize("body, problem", [
+    ([1, 2], "holds a JSON list, not the object of an export's manifest"),
+    ({"format": FORMAT, "config": {}}, "lacks its 'files' object"),
+    ({"format": FORMAT, "files": {}}, "lacks its 'config' object"),
+    ({"format": FORMAT, "files": {"spm.model": {"part": "tokenizer"}}, "config": {}},
+     "the entry of file 'spm.model' lacks its part, bytes, sha256 or page")])
+def test_a_manifest_of_the_wrong_shape_is_one_error_naming_it(tmp_path, body, problem):
+    """A list, or an object without ``files`` or ``config``: an ExportError (one line, exit
+    status 2 on the command line) naming the manifest, not an AttributeError or KeyError."""
+    (tmp_path / "manifest.json").write_text(json.dumps(body))
+    with pytest.raises(ExportError) as caught:
+        read_manifest(tmp_path)
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(f"{tmp_path / 'manifest.json'}")
+    assert problem in message
+    with pytest.raises(ExportError, match="manifest.json"):
+        OnnxModel(tmp_path)
