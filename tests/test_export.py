@@ -211,3 +211,23 @@ def test_a_manifest_of_the_wrong_shape_is_one_error_naming_it(tmp_path, body, pr
     assert problem in message
     with pytest.raises(ExportError, match="manifest.json"):
         OnnxModel(tmp_path)
+
+
+def test_a_damaged_file_of_the_same_size_is_refused(tmp_path):
+    """The manifest checks each file's SHA-256, not only its size: one flipped byte in
+    weights.bin (the same number of bytes) is refused, naming the file."""
+    from transformer.tools.manifest import write_manifest
+    for part, name in FILES.items():
+        (tmp_path / name).write_bytes(bytes(range(256)) * 4 + part.encode())
+    write_manifest(tmp_path, {"config": {}})
+    assert read_manifest(tmp_path)["files"]                         # whole: read
+    weights = tmp_path / FILES["weights"]
+    data = bytearray(weights.read_bytes())
+    data[100] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    assert weights.stat().st_size == len(data)                      # the size it was listed at
+    assert json.loads((tmp_path / "manifest.json").read_text())["files"][weights.name][
+        "bytes"] == len(data)
+    with pytest.raises(ExportError, match=f"{weights}.*checksum"):
+        read_manifest(tmp_path)
+    read_manifest(tmp_path, check=False)                            # unchecked: read as asked
