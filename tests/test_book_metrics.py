@@ -58,3 +58,29 @@ def test_chapter_7_plots_the_trace_it_reads():
     source = "".join("".join(c["source"]) for c in json.loads(
         Path(BOOK / "07_training.ipynb").read_text())["cells"] if c["cell_type"] == "code")
     assert "validation_trace(run)" in source
+
+
+def test_a_last_line_torn_by_a_killed_run_is_left_out_as_the_package_leaves_it_out(toy_run,
+                                                                                   tmp_path):
+    """A run killed in the middle of writing metrics.jsonl leaves its last line torn: the
+    trace is that of the lines before it, as the package's own reader
+    (RunFolder.records) reads them, not a JSONDecodeError naming no file."""
+    from transformer.training.run_folder import RunFolder
+    out, lines = toy_run
+    text = (out / "metrics.jsonl").read_text()
+    (tmp_path / "metrics.jsonl").write_text(text + '{"step": 6, "valid_loss": 3.')
+    assert validation_trace(tmp_path) == validation_trace(out)
+    assert read_metrics(tmp_path) == read_metrics(out)
+    assert RunFolder(tmp_path).records() == lines
+
+
+def test_an_unreadable_line_before_the_last_is_one_line_naming_the_file(tmp_path):
+    from transformer.training.config import TrainingError
+    (tmp_path / "metrics.jsonl").write_text('{"step": 2, "loss"\n'
+                                            + json.dumps({"step": 4, "loss": 5.0}) + "\n")
+    with pytest.raises(TrainingError) as caught:
+        validation_trace(tmp_path)
+    assert "\n" not in str(caught.value)
+    assert str(caught.value).startswith(f"{tmp_path / 'metrics.jsonl'}: line 1 ")
+    with pytest.raises(FileNotFoundError, match=r"metrics\.jsonl: no such metrics file"):
+        validation_trace(tmp_path / "absent")

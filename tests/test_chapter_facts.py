@@ -152,3 +152,35 @@ def test_chapter_4_exercise_fails_as_written_and_its_answer_holds():
     with pytest.raises(AssertionError):
         exec(exercise, namespace)
     exec(answer, namespace)                     # W_O as the exercise left it
+
+
+@pytest.mark.parametrize("letters, length, steps", [(12, 8, 300), (10, 8, 400)])
+def test_the_toy_accuracy_is_measured_on_sequences_no_training_batch_held(letters, length,
+                                                                         steps):
+    """Chapters 4 and 5 say their toy models are right on "new sequences": every sequence
+    ``toy_accuracy`` scores is absent from every batch ``train_toy`` trained on (the
+    chapters' settings, their longest runs). Both are watched through a stand-in model
+    that records what it reads, so the check holds whatever seeds the two draw with."""
+    import torch
+    from torch import nn
+    from transformer_book import toy
+
+    class Recorder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cfg = toy.toy_config(letters)
+            self.logits = nn.Parameter(torch.zeros(self.cfg.vocab_size))
+            self.seen = []
+
+        def forward(self, src, tgt_in):
+            self.seen.append(src.clone())
+            return self.logits.expand(*tgt_in.shape, -1)
+
+    trained, scored = Recorder(), Recorder()
+    toy.train_toy(trained, "reverse", steps, letters, length)
+    toy.toy_accuracy(scored, "reverse", letters, length)
+    train = {tuple(row) for batch in trained.seen for row in batch.tolist()}
+    held_out = [tuple(row) for batch in scored.seen for row in batch.tolist()]
+    assert len(trained.seen) == steps and len(held_out) == 512
+    assert not train & set(held_out), f"{len(train & set(held_out))} held-out sequences " \
+                                      f"were trained on"

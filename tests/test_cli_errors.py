@@ -133,3 +133,68 @@ def test_bug_reports_go_to_the_books_repository():
     url = re.search(r"^repository:\s*\n\s+url:\s*(\S+)", (REPO / "_config.yml").read_text(),
                     flags=re.M).group(1)
     assert ISSUES == url.rstrip("/") + "/issues"
+
+
+def test_ctrl_c_just_after_an_export_finished_says_the_export_is_whole(capsys, tmp_path,
+                                                                        monkeypatch):
+    """A Ctrl-C that lands once the export is in place, before the command has reported it
+    (here: while the report is formatted), is held back until the report is printed, then
+    ends the command as Ctrl-C ends the others: one line saying what --out holds, status
+    130; no traceback, and the export stays whole."""
+    import signal
+
+    out = tmp_path / "web"
+
+    class Files(dict):
+        def items(self):                   # the report reads the files: Ctrl-C lands here
+            os.kill(os.getpid(), signal.SIGINT)
+            return super().items()
+
+    def export_checkpoint(checkpoint, folder, **kwargs):
+        Path(folder).mkdir()
+        (Path(folder) / "manifest.json").write_text("{}")
+        return {"files": Files({"manifest.json": {"bytes": 2}})}
+
+    monkeypatch.setattr(cli, "export_checkpoint", export_checkpoint)
+    code, stdout, err = run_cli(capsys, ["export", tmp_path / "model.pt", "--out", out])
+    assert code == 130 and "Traceback" not in err, err
+    assert f"exported {tmp_path / 'model.pt'} into {out}" in stdout
+    assert err.strip().splitlines() == [
+        f"interrupted after the export was finished: {out} is whole (its manifest.json "
+        f"lists and checks every file)"]
+    assert (out / "manifest.json").read_text() == "{}"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler   # given back
+
+
+def test_ctrl_c_during_an_export_leaves_the_folder_as_it_was(capsys, tmp_path, monkeypatch):
+    import signal
+
+    def export_checkpoint(checkpoint, folder, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)
+        raise AssertionError("Ctrl-C stops the export at once")
+
+    monkeypatch.setattr(cli, "export_checkpoint", export_checkpoint)
+    out = tmp_path / "web"
+    code, _, err = run_cli(capsys, ["export", tmp_path / "model.pt", "--out", out])
+    assert code == 130 and err.strip().splitlines() == [
+        f"interrupted: the export was not finished; {out} is as it was"]
+
+
+def test_a_finished_command_is_not_killed_by_a_ctrl_c_while_python_shuts_down(tmp_path,
+                                                                              toy_runs):
+    """Once a command has finished, a Ctrl-C changes nothing: SIGINT is ignored, so one
+    landing while the interpreter and torch's libraries unload (where Python has given
+    SIGINT its default action back) cannot kill the process with status -2 and no
+    message."""
+    import subprocess
+    script = ("import os, signal, sys\n"
+              "from transformer.tools import cli\n"
+              "cli.run(['average', sys.argv[1], '--out', sys.argv[2]])\n"
+              "assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN\n"
+              "os.kill(os.getpid(), signal.SIGINT)   # as if it landed during shutdown\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TRANSFORMER_MALLOC": "system"}
+    done = subprocess.run([sys.executable, "-c", script, str(toy_runs["a"] / "average.pt"),
+                           str(tmp_path / "avg.pt")], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "averaged 1 checkpoint into" in done.stdout

@@ -213,3 +213,31 @@ def test_average_last_n_averages_the_newest_n(capsys, tmp_path, given):
     assert torch.equal(averaged["model"]["w"], torch.full((2, 3), 350.0))
     assert averaged["averaged_from"] == [str(p) for p in paths[2:]] and averaged["step"] == 400
     assert out == f"averaged 2 checkpoints into {tmp_path / 'avg.pt'}\n"
+
+
+def test_translate_runs_from_a_worker_thread(capsys, toy_runs, tmp_path):
+    """Ctrl-C's holder is installed only in the main thread (signal handlers can be set
+    nowhere else): translate called from a worker thread (a notebook's background job, a
+    server) translates, and does not crash with "signal only works in main thread"."""
+    import threading
+    source, target = tmp_path / "in.txt", tmp_path / "out.txt"
+    source.write_text("the dog runs.\nthe cat sits.\n")
+    result = {}
+
+    def work():
+        try:
+            result["code"] = run_cli(capsys, ["translate", toy_runs["a"] / "average.pt",
+                                              "--beam", 1, "--max-extra", 3, "--input",
+                                              source, "--output", target])
+        except BaseException as exc:              # what would otherwise vanish in the thread
+            result["error"] = exc
+
+    before = signal.getsignal(signal.SIGINT)
+    worker = threading.Thread(target=work)
+    worker.start()
+    worker.join(timeout=300)
+    assert not worker.is_alive() and "error" not in result, result
+    code, _, err = result["code"]
+    assert code == 0 and "signal only works in main thread" not in err, err
+    assert len(target.read_text().splitlines()) == 2
+    assert signal.getsignal(signal.SIGINT) is before

@@ -363,3 +363,32 @@ def test_doubt_names_unknown_input_and_loops_and_passes_sound_sentences():
     for sound in ("Ein kleiner Junge in einer roten Jacke klettert eine Felswand hinauf.",
                   "Ein Mann und eine Frau und ein Kind gehen.", "", "Nein, nein."):
         assert doubt([5, 6], unk, sound) is None, sound
+
+
+class CountingTokenizer:
+    """A stand-in tokenizer: sentence ``"n"`` is ``n`` ids (the source lengths are exact)."""
+
+    def encode_batch(self, sentences):
+        return [[5 + k % 10 for k in range(int(s))] for s in sentences]
+
+    def decode_batch(self, outputs):
+        return [" ".join(map(str, out)) for out in outputs]
+
+
+@pytest.mark.parametrize("tokens, too_long", [(7, False), (8, True), (9, True)])
+def test_a_source_too_long_with_its_eos_is_flagged_and_truncated(tokens, too_long):
+    """The encoder reads the source and its EOS: ``max_len`` ids of text plus the EOS do
+    not fit ``max_len`` positions, so a sentence of exactly ``max_len`` tokens is one too
+    long (warned of, and what is translated is its first ``max_len - 1``); one of
+    ``max_len - 1`` fits whole, without a warning."""
+    import warnings
+    from transformer.translation import translations
+    torch.manual_seed(0)
+    model = Transformer(toy_config(vocab_size=16, max_len=8)).eval()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        done = list(translations(model, CountingTokenizer(), [str(tokens)], beam_size=1,
+                                 max_extra=1))
+    warned = [str(w.message) for w in caught if "max_len" in str(w.message)]
+    assert bool(warned) == too_long, warned
+    assert len(done[0].source) == min(tokens, 8 - 1)

@@ -192,3 +192,42 @@ def test_int8_rounds_each_weight_to_the_nearest_step_of_its_rows_scale():
     assert torch.all(rounded[5] == 0)
     assert torch.equal(round_weights(w, "fp16"), w.half().float())
     assert torch.equal(round_weights(w, "fp32"), w)
+
+
+@pytest.mark.parametrize("body, problem", [
+    ([1, 2], "holds a JSON list, not the object of an export's manifest"),
+    ({"format": FORMAT, "config": {}}, "lacks its 'files' object"),
+    ({"format": FORMAT, "files": {}}, "lacks its 'config' object"),
+    ({"format": FORMAT, "files": {"spm.model": {"part": "tokenizer"}}, "config": {}},
+     "the entry of file 'spm.model' lacks its part, bytes, sha256 or page")])
+def test_a_manifest_of_the_wrong_shape_is_one_error_naming_it(tmp_path, body, problem):
+    """A list, or an object without ``files`` or ``config``: an ExportError (one line, exit
+    status 2 on the command line) naming the manifest, not an AttributeError or KeyError."""
+    (tmp_path / "manifest.json").write_text(json.dumps(body))
+    with pytest.raises(ExportError) as caught:
+        read_manifest(tmp_path)
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(f"{tmp_path / 'manifest.json'}")
+    assert problem in message
+    with pytest.raises(ExportError, match="manifest.json"):
+        OnnxModel(tmp_path)
+
+
+def test_a_damaged_file_of_the_same_size_is_refused(tmp_path):
+    """The manifest checks each file's SHA-256, not only its size: one flipped byte in
+    weights.bin (the same number of bytes) is refused, naming the file."""
+    from transformer.tools.manifest import write_manifest
+    for part, name in FILES.items():
+        (tmp_path / name).write_bytes(bytes(range(256)) * 4 + part.encode())
+    write_manifest(tmp_path, {"config": {}})
+    assert read_manifest(tmp_path)["files"]                         # whole: read
+    weights = tmp_path / FILES["weights"]
+    data = bytearray(weights.read_bytes())
+    data[100] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    assert weights.stat().st_size == len(data)                      # the size it was listed at
+    assert json.loads((tmp_path / "manifest.json").read_text())["files"][weights.name][
+        "bytes"] == len(data)
+    with pytest.raises(ExportError, match=f"{weights}.*checksum"):
+        read_manifest(tmp_path)
+    read_manifest(tmp_path, check=False)                            # unchecked: read as asked

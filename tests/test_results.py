@@ -285,3 +285,28 @@ def test_every_reference_to_a_benchmark_names_a_file_that_exists():
                     or (REPO / module.replace(".", "/") / "__init__.py").is_file()):
                 stale.append((name, module))
     assert checked > 50 and not stale, stale
+
+
+def test_a_record_cut_short_or_of_the_wrong_shape_is_one_line_naming_its_file(tmp_path,
+                                                                              monkeypatch):
+    """A record cut in half (a killed write), a JSON list, or a Table 3 record without its
+    base row: a ValueError of one line naming the file, not a bare JSONDecodeError or a
+    KeyError: 'base' from chapter 11's table3.changes."""
+    from transformer.tools import ablation
+    from transformer_book import table3
+    table = json.loads((records.RESULTS / "table3.json").read_text())
+    monkeypatch.setattr(records, "RESULTS", tmp_path)
+    text = json.dumps(table)
+    (tmp_path / "table3.json").write_text(text[:len(text) // 2])
+    cases = {"not a JSON result record (": text[:len(text) // 2], "a JSON list": "[1, 2]"}
+    without_base = {**table, "rows": [r for r in table["rows"] if r["row"] != "base"]}
+    cases["lacks the base row (every row is measured against it)"] = json.dumps(without_base)
+    for problem, body in cases.items():
+        (tmp_path / "table3.json").write_text(body)
+        with pytest.raises(ValueError) as caught:
+            records.load("table3")
+        message = str(caught.value)
+        assert "\n" not in message and message.startswith(f"{tmp_path / 'table3.json'}: ")
+        assert problem in message, message
+    with pytest.raises(ValueError, match="no run of the base row"):
+        table3.changes(without_base, ablation.ROWS)

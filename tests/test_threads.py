@@ -79,7 +79,17 @@ def test_fit_leaves_the_runs_thread_count_not_the_governors_last(monkeypatch):
     from transformer.training.config import TrainConfig
     trainer = toy_trainer(TrainConfig(threads=2, max_updates=2, max_tokens=400,
                                       update_tokens=400, progress=False))
-    assert trainer.governor is not None
-    monkeypatch.setattr(trainer.governor, "tick", lambda: torch.set_num_threads(1) or 1)
+    governor = trainer.governor
+    assert governor is not None and governor.most == 2
+
+    def busy_spell():
+        # as ThreadGovernor.tick lowers the count: its own record (governor.threads) and
+        # torch's, so a fit() that restored the governor's last count would leave 1
+        governor.threads = 1
+        torch.set_num_threads(1)
+        return 1
+
+    monkeypatch.setattr(governor, "tick", busy_spell)
     trainer.fit()
-    assert torch.get_num_threads() == 2
+    assert governor.threads == 1                          # the spell happened, and lasted
+    assert torch.get_num_threads() == trainer.cfg.threads == 2   # the run's count, not 1

@@ -120,17 +120,46 @@ def provenance_problems(record: dict) -> list[str]:
     return [f"provenance.{k}" for k in MEASURED if not fields.get(k)]
 
 
+# what the readers of a record need besides its provenance: name -> check -> problems
+def _table3_problems(record: dict) -> list[str]:
+    rows = record.get("rows")
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        return ["rows (a list of the rows' runs)"]
+    if not any(r.get("row") == "base" for r in rows):
+        return ["the base row (every row is measured against it)"]
+    return []
+
+
+CONTENT = {"table3": _table3_problems, "table3_gpu": _table3_problems}
+
+
+def content_problems(name: str, record: dict) -> list[str]:
+    """What record ``name`` lacks that its readers need (:data:`CONTENT`); empty if none."""
+    check = CONTENT.get(name)
+    return check(record) if check else []
+
+
 def load(name: str) -> dict:
-    """The record ``book/results/NAME.json`` (see :func:`path`); raises if it is missing or
-    lacks provenance."""
+    """The record ``book/results/NAME.json`` (see :func:`path`); raises, naming the file, if
+    it is missing, is not a JSON object (a record cut short), lacks provenance or lacks
+    what its readers need (:func:`content_problems`: a Table 3 record its base row)."""
     found = path(name)
     if found is None:
         where = RESULTS if RESULTS.is_dir() else f"{source()}/book/results"
         raise FileNotFoundError(f"{where}/{name}.json: no such result record")
-    record = json.loads(found.read_text())
+    try:
+        record = json.loads(found.read_text(encoding="utf-8"))
+    except ValueError as e:                      # cut short, or not JSON at all
+        raise ValueError(f"{found}: not a JSON result record ({e})") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{found}: a JSON {type(record).__name__}, not a result record's "
+                         f"object")
     problems = provenance_problems(record)
     if problems:
         raise ValueError(f"{found}: incomplete provenance: {', '.join(problems)}")
+    problems = content_problems(name, record)
+    if problems:
+        raise ValueError(f"{found}: lacks {', '.join(problems)}")
     return record
 
 

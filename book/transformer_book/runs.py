@@ -124,9 +124,15 @@ def cached_run(cfg: TrainConfig) -> Path:
 
 def read_metrics(run: Path) -> tuple[list[dict], list[dict]]:
     """A run's ``metrics.jsonl``: the records of logged updates (those with ``loss``) and
-    of validations (those with ``valid_loss``), each in the order the run wrote them."""
-    path = Path(run) / "metrics.jsonl"
-    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    of validations (those with ``valid_loss``), each in the order the run wrote them. Read
+    by the package's one reader (:meth:`transformer.training.run_folder.RunFolder.records`):
+    a last line torn by a killed run is left out, any other unreadable line raises
+    :class:`~transformer.training.config.TrainingError` naming the file and line."""
+    from transformer.training.run_folder import RunFolder
+    folder = RunFolder(run)
+    if not folder.metrics_file.is_file():
+        raise FileNotFoundError(f"{folder.metrics_file}: no such metrics file")
+    records = folder.records()           # the package's rule: a torn last line left out
     return ([r for r in records if "loss" in r], [r for r in records if "valid_loss" in r])
 
 

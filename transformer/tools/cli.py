@@ -22,9 +22,11 @@ import dataclasses
 import errno
 import json
 import shlex
+import signal
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 import traceback
 import warnings
@@ -419,13 +421,30 @@ def add_export(sub):
 
 
 def cmd_export(args):
-    """``export``: ONNX graphs, tokenizer and manifest of a checkpoint (for the browser)."""
-    manifest = export_checkpoint(args.checkpoint, args.out, opset=args.opset,
-                                 weights=args.weights)
-    sizes = ", ".join(f"{name} {entry['bytes'] / 2**20:.1f} MiB"
-                      for name, entry in manifest["files"].items())
-    print(f"exported {args.checkpoint} into {args.out} ({args.weights} weights): {sizes}; "
-          f"checked against torch (onnxruntime, within 1e-4)")
+    """``export``: ONNX graphs, tokenizer and manifest of a checkpoint (for the browser).
+    The folder is written whole or not at all (:func:`transformer.output.output_folder`);
+    a Ctrl-C during the export leaves ``--out`` as it was, one once it is in place is held
+    back until the report is printed: either way the message says what ``--out`` holds
+    (status 130), as for ``translate``."""
+    ctrl_c, manifest = CtrlCBetweenLines(), None
+    try:
+        ctrl_c.install()
+        manifest = export_checkpoint(args.checkpoint, args.out, opset=args.opset,
+                                     weights=args.weights)
+        ctrl_c.holding = True              # the export is whole: report it, then stop
+        sizes = ", ".join(f"{name} {entry['bytes'] / 2**20:.1f} MiB"
+                          for name, entry in manifest["files"].items())
+        print(f"exported {args.checkpoint} into {args.out} ({args.weights} weights): {sizes}; "
+              f"checked against torch (onnxruntime, within 1e-4)", flush=True)
+    except KeyboardInterrupt:
+        ctrl_c.holding = True
+        raise Interrupted(f"interrupted: the export was not finished; {args.out} is as it "
+                          f"was") from None
+    finally:
+        ctrl_c.restore()
+    if ctrl_c.pending:
+        raise Interrupted(f"interrupted after the export was finished: {args.out} is whole "
+                          f"(its manifest.json lists and checks every file)")
 
 
 
@@ -573,6 +592,16 @@ def run(argv=None):
     except KeyboardInterrupt:                   # before a command could say more
         print("interrupted", file=sys.stderr)
         raise SystemExit(130) from None
+    _finished()
+
+
+def _finished() -> None:
+    """The command has finished and said so: a Ctrl-C from now on changes nothing. Python
+    gives SIGINT back its default action while it shuts down (and torch's and onnxruntime's
+    libraries take a while to unload after that), so a Ctrl-C there would kill the process
+    with no message (status -2) although all was done; ignored, it cannot."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def main(argv=None):

@@ -61,9 +61,23 @@ def read_manifest(folder: str | os.PathLike, check: bool = True) -> dict:
         manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ExportError(f"{folder / MANIFEST} cannot be read: {exc}") from None
+    where = folder / MANIFEST
+    if not isinstance(manifest, dict):
+        raise ExportError(f"{where} holds a JSON {type(manifest).__name__}, not the object "
+                          f"of an export's manifest: export the model again")
     if manifest.get("format") != FORMAT:
-        raise ExportError(f"{folder / MANIFEST} has format {manifest.get('format')!r}, this "
+        raise ExportError(f"{where} has format {manifest.get('format')!r}, this "
                             f"package reads format {FORMAT}: export the model again")
+    for key, kind in (("files", dict), ("config", dict)):
+        if not isinstance(manifest.get(key), kind):
+            raise ExportError(f"{where} lacks its {key!r} object"
+                              + (f" (it holds a {type(manifest[key]).__name__})"
+                                 if key in manifest else "") + ": export the model again")
+    for name, entry in manifest["files"].items():
+        if not isinstance(entry, dict) or not all(
+                k in entry for k in ("part", "bytes", "sha256", "page")):
+            raise ExportError(f"{where}: the entry of file {name!r} lacks its part, bytes, "
+                              f"sha256 or page: export the model again")
     for name, entry in manifest["files"].items() if check else ():
         path = folder / name
         if not path.is_file() or path.stat().st_size != entry["bytes"] or sha256(path) != entry["sha256"]:
