@@ -68,6 +68,33 @@ ATTENTION_BUGS = {"no scale": "no 1/sqrt(d_k) scaling",
                   "after": "the mask applied after the softmax"}
 
 
+def test_a_mistake_that_changes_nothing_in_a_case_is_never_named_for_it():
+    """Weights returned wrong with a right output, in a case with no mask: no mask mistake
+    (each gives equation (1) itself there) may be named."""
+    def scores_as_weights(q, k, v, mask=None):
+        out, _ = scaled_dot_product_attention(q, k, v, mask)
+        return out, q @ k.transpose(-2, -1)
+    with pytest.raises(CheckFailed) as failure:
+        check_attention(scores_as_weights, quiet=True)
+    assert "the weights differ" in str(failure.value)
+    assert "Likely mistake" not in str(failure.value)
+
+
+def test_hidden_scores_set_to_zero_and_scaling_after_the_softmax_are_named():
+    def zero_fill(q, k, v, mask=None):
+        s = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+        w = (s if mask is None else s.masked_fill(~mask, 0.0)).softmax(-1)
+        return w @ v, w
+
+    def scaled_late(q, k, v, mask=None):
+        s = q @ k.transpose(-2, -1)
+        w = (s if mask is None else s.masked_fill(~mask, float("-inf"))).softmax(-1)
+        w = w / math.sqrt(q.size(-1))
+        return w @ v, w
+    fails_naming(check_attention, zero_fill, "hidden scores set to 0 instead of -inf")
+    fails_naming(check_attention, scaled_late, "the scaling applied after the softmax")
+
+
 @pytest.mark.parametrize("bug", ATTENTION_BUGS)
 def test_a_mistake_in_attention_is_named(bug):
     fails_naming(check_attention, learner_attention(bug), ATTENTION_BUGS[bug])
@@ -169,6 +196,8 @@ class LearnerMultiHead(nn.Module):
             return x.view(B, -1, h, d).transpose(1, 2)
         q, k, v = split(self.q_proj(query), self.d_k), split(self.k_proj(key), self.d_k), \
             split(self.v_proj(value), self.d_v)
+        if self.bug == "inverted mask" and visibility is not None:
+            visibility = ~visibility
         if self.bug == "sqrt d_model":
             q = q * math.sqrt(self.d_k) / math.sqrt(h * self.d_k)
         heads, _ = self.attention(q, k, v, visibility)
@@ -185,7 +214,8 @@ MULTI_HEAD_BUGS = {"split": "heads split along the wrong dimension",
                    "merge": "heads merged without moving the head axis back",
                    "no W^O": "no output projection W^O",
                    "sqrt d_model": "scaled by sqrt(d_model) instead of sqrt(d_k)",
-                   "swap q k": "the queries and the keys swapped"}
+                   "swap q k": "the queries and the keys swapped",
+                   "inverted mask": "the mask inverted"}
 
 
 @pytest.mark.parametrize("bug", MULTI_HEAD_BUGS)
@@ -213,6 +243,19 @@ class HeadByHead(LearnerMultiHead):
                          ids=["package", "plain", "head by head, fused"])
 def test_multi_head_attention_written_another_right_way_passes(variant):
     assert check_multi_head(variant, quiet=True).passed
+
+
+def test_an_unwritten_part_names_what_still_raises(capsys):
+    class Residual(LearnerResidual):
+        def forward(self, x, sublayer):
+            raise NotImplementedError("your turn: LayerNorm(x + Dropout(sublayer(x)))")
+    encoder = learner_encoder()
+    class Encoder(encoder):
+        def __init__(self, cfg, attention=MultiHeadAttention):
+            super().__init__(cfg, attention)
+            self.attn_block, self.ff_block = Residual(cfg), Residual(cfg)
+    check_encoder_layer(Encoder)
+    assert "your turn: LayerNorm(x + Dropout(sublayer(x)))" in capsys.readouterr().out
 
 
 def test_a_layer_with_other_parameters_is_told_to_keep_the_init():
@@ -289,6 +332,8 @@ class LearnerResidual(nn.Module):
             return self.norm(self.dropout(sublayer(x)))
         if self.rule == "no dropout":
             return self.norm(x + sublayer(x))
+        if self.rule == "dropout last":
+            return self.dropout(self.norm(x + sublayer(x)))
         return self.norm(x + self.dropout(sublayer(x)))
 
 
@@ -312,6 +357,7 @@ def learner_encoder(rule="post", mask=True):
 ENCODER_BUGS = {("pre", True): "LayerNorm in the wrong place: before the sub-layer (pre-norm)",
                 ("no residual", True): "no residual connections",
                 ("no dropout", True): "no dropout",
+                ("dropout last", True): "dropout applied after the LayerNorm",
                 ("post", False): "the padding mask not passed to the self-attention"}
 
 
@@ -330,7 +376,9 @@ def learner_decoder(bug=None):
             self.dropout = nn.Dropout(cfg.dropout)
 
         def forward(self, y, memory, self_visibility=None, memory_visibility=None):
-            causal = None if bug == "no causal" else self_visibility
+            causal = None if bug in ("no causal", "masks swapped") else self_visibility
+            if bug == "masks swapped":
+                causal, memory_visibility = memory_visibility, self_visibility
             blocks = [(self.norm1, lambda h: self.self_attn(h, h, h, causal)),
                       (self.norm2, (lambda h: self.cross_attn(memory, h, h, memory_visibility))
                        if bug == "swap" else
@@ -345,7 +393,8 @@ def learner_decoder(bug=None):
 
 DECODER_BUGS = {"swap": "queries and keys/values swapped in the encoder-decoder attention",
                 "no causal": "the causal mask not used in the self-attention",
-                "order": "the encoder-decoder attention before the self-attention"}
+                "order": "the encoder-decoder attention before the self-attention",
+                "masks swapped": "the two masks swapped"}
 
 
 @pytest.mark.parametrize("bug", DECODER_BUGS)
@@ -374,7 +423,9 @@ def learner_loss(bug=None):
         q.scatter_(-1, target.unsqueeze(-1), 1 - eps + (0 if bug == "V-1" else eps / V))
         per_token = -(q * log_p).sum(-1)
         if bug != "pad":
-            per_token = per_token.masked_fill(target == pad_id, 0.0)
+            per_token = per_token.masked_fill(target == (0 if bug == "pad 0" else pad_id), 0.0)
+        if bug == "batch":
+            return per_token.sum() / logits.size(0)
         return per_token.sum() / ((target != pad_id).sum() if bug == "mean" else 1)
     return loss
 
@@ -383,7 +434,9 @@ LOSS_BUGS = {"pad": "padding not masked", "mean": "the mean instead of the sum",
              "V-1": "the smoothing mass given to the wrong classes",
              "swap": "eps and 1 - eps swapped",
              "no smoothing": "no smoothing (plain cross-entropy)",
-             "probs": "probabilities where log-probabilities belong"}
+             "probs": "probabilities where log-probabilities belong",
+             "pad 0": "the padding id taken as 0",
+             "batch": "the loss divided by the batch size"}
 
 
 @pytest.mark.parametrize("bug", LOSS_BUGS)
@@ -417,7 +470,7 @@ def test_the_kl_divergence_passes_with_its_reason():
 def learner_schedule(bug=None):
     def lrate(step, d_model, warmup=4000):
         s = step - 1 if bug == "from 0" else step
-        warm = s * warmup ** (-0.5 if bug == "warm power" else -1.5)
+        warm = (1 if bug == "no step" else s) * warmup ** (-0.5 if bug == "warm power" else -1.5)
         pick = max if bug == "max" else min
         return d_model ** (-1 if bug == "d_model" else -0.5) * pick(max(s, 1e-12) ** -0.5, warm)
     return lrate
@@ -425,7 +478,8 @@ def learner_schedule(bug=None):
 
 SCHEDULE_BUGS = {"warm power": "the warm-up's power is -0.5 instead of -1.5",
                  "from 0": "steps counted from 0", "max": "max instead of min",
-                 "d_model": "d_model's power is -1 instead of -0.5"}
+                 "d_model": "d_model's power is -1 instead of -0.5",
+                 "no step": "the step left out of the warm-up branch"}
 
 
 @pytest.mark.parametrize("bug", SCHEDULE_BUGS)
@@ -454,7 +508,8 @@ def learner_search(bug=None, stop="count"):
         max_len = min(int((src != cfg.pad_id).sum()) + max_extra, cfg.max_len - 1)
         k = 1 if bug == "greedy" else (4 if bug == "fixed beam" else beam_size)
         lp = ((lambda n: 1.0) if bug == "no penalty" else (lambda n: 1 / length_penalty(n, alpha))
-              if bug == "multiplies" else (lambda n: length_penalty(n, alpha)))
+              if bug == "multiplies" else (lambda n: length_penalty(n - 1, alpha))
+              if bug == "no EOS in |Y|" else (lambda n: length_penalty(n, alpha)))
         live, finished = [([cfg.bos_id], 0.0)], []
         for t in range(1, max_len + 2 if bug != "no limit" else 10_000):
             options = []
@@ -465,7 +520,8 @@ def learner_search(bug=None, stop="count"):
                     options.append((score + float(log_p[cfg.eos_id]), prefix + [cfg.eos_id]))
                     continue
                 options += [(score + float(v), prefix + [i]) for i, v in enumerate(log_p.tolist())
-                            if i not in (cfg.pad_id, cfg.bos_id) and (t > 1 or i != cfg.eos_id)]
+                            if i not in (cfg.pad_id, cfg.bos_id)
+                            and (t > 1 or i != cfg.eos_id or bug == "EOS first")]
             options.sort(key=lambda o: -o[0])
             live = []
             for score, prefix in options[:k]:
@@ -485,8 +541,10 @@ def learner_search(bug=None, stop="count"):
 
 
 SEARCH_BUGS = {"greedy": "the search keeps only one hypothesis (greedy)",
-               "no penalty": "no length penalty, or one that multiplies",
-               "multiplies": "no length penalty, or one that multiplies",
+               "no penalty": "the length penalty missing or miscomputed",
+               "multiplies": "the length penalty missing or miscomputed",
+               "no EOS in |Y|": "|Y| in the length penalty without the end token",
+               "EOS first": "an empty output: EOS allowed first",
                "grows": "a beam that keeps growing after the end token",
                "fixed beam": "beam_size ignored",
                "no limit": "no length limit"}
@@ -520,6 +578,21 @@ def test_a_check_names_at_least_25_mistakes_across_the_chapters():
                LOSS_BUGS, SCHEDULE_BUGS, SEARCH_BUGS]
     assert all(len(bugs) >= 3 for bugs in planted)
     assert sum(map(len, planted)) + 1 >= 25          # + the estimated base
+
+
+def test_the_capstone_says_when_a_layer_bypasses_self_attention():
+    class Bypass(LearnerMultiHead):
+        def forward(self, query, key, value, visibility=None):
+            B, h = query.size(0), self.n_heads
+            q, k, v = (p(x).view(B, -1, h, self.d_k).transpose(1, 2) for p, x in
+                       ((self.q_proj, query), (self.k_proj, key), (self.v_proj, value)))
+            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=visibility)
+            return self.out_proj(heads.transpose(1, 2).flatten(2))
+    cfg = ModelConfig(vocab_size=20, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=1,
+                      n_decoder_layers=1, max_len=40)
+    model = assemble(cfg, Parts(multi_head=Bypass))
+    with pytest.raises(ValueError, match="does not call self.attention"):
+        model.attention_maps(torch.randint(4, 20, (1, 5)), torch.randint(4, 20, (1, 3)))
 
 
 # ------------------------------------------------------------------------- the capstone

@@ -24,15 +24,19 @@ def _weights(scores, mask):
     return torch.softmax(scores, dim=-1).nan_to_num(0.0)
 
 
-def _attend(scale, mask_rule="before", axis=-1, transpose_k=True):
+def _attend(scale, mask_rule="before", axis=-1, transpose_k=True, scale_after=False):
     def compute(q, k, v, mask=None):
         kt = k.transpose(-2, -1) if transpose_k else k
-        scores = (q @ kt) * scale(q, k, v)
+        scores = (q @ kt) * (1.0 if scale_after else scale(q, k, v))
         if mask is not None and mask_rule == "before":
             scores = scores.masked_fill(~mask, float("-inf"))
         elif mask is not None and mask_rule == "inverted":
             scores = scores.masked_fill(mask, float("-inf"))
+        elif mask is not None and mask_rule == "zero":
+            scores = scores.masked_fill(~mask, 0.0)
         weights = torch.softmax(scores, dim=axis).nan_to_num(0.0)
+        if scale_after:
+            weights = weights * scale(q, k, v)
         if mask is not None and mask_rule == "after":
             weights = weights.masked_fill(~mask, 0.0)
         return weights @ v, weights
@@ -73,6 +77,13 @@ MISTAKES = [
     Mistake("the mask ignored",
             "Use the mask: scores.masked_fill(~mask, float('-inf')) before the softmax, "
             "when a mask is given.", _attend(_inv_sqrt_dk, mask_rule="none")),
+    Mistake("hidden scores set to 0 instead of -inf",
+            "A score of 0 still gets weight after the softmax (e^0 = 1): set the hidden "
+            "scores to float('-inf') so that their weight is exactly 0.",
+            _attend(_inv_sqrt_dk, mask_rule="zero")),
+    Mistake("the scaling applied after the softmax",
+            "Divide the scores by sqrt(d_k) before the softmax: the point is to keep the "
+            "softmax out of its flat regions.", _attend(_inv_sqrt_dk, scale_after=True)),
     Mistake("K not transposed",
             "The scores are Q K^T: k.transpose(-2, -1), so that each query meets each key.",
             _attend(_inv_sqrt_dk, transpose_k=False)),
@@ -162,10 +173,13 @@ def attempt(fn) -> Report:
         if details:
             inputs32 = tuple(t.float() if torch.is_tensor(t) and t.is_floating_point() else t
                              for t in inputs)
-            mistake = (first_matching(MISTAKES, inputs32, got_w, tol, tol,
-                                      pick=lambda o: o[1]) if got_w is not None else None)
-            mistake = mistake or first_matching(MISTAKES, inputs32, got_out, tol, tol,
-                                                pick=lambda o: o[0])
+            mistake = None
+            if got_w is not None and describe_difference(expected_w, got_w, atol=tol, rtol=tol):
+                mistake = first_matching(MISTAKES, inputs32, got_w, tol, tol,
+                                         pick=lambda o: o[1], expected=expected_w)
+            if mistake is None and describe_difference(expected_out, got_out, atol=tol, rtol=tol):
+                mistake = first_matching(MISTAKES, inputs32, got_out, tol, tol,
+                                         pick=lambda o: o[0], expected=expected_out)
             report.outcomes.append(Outcome(title, False, details, mistake))
             return report
         report.outcomes.append(Outcome(title, True))

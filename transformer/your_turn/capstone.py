@@ -151,6 +151,11 @@ class YourTransformer(nn.Module):
             k.record = True
         try:
             self.eval()(src, tgt_in)
+            silent = [k.name for k in kernels if k.weights is None]
+            if silent:
+                raise ValueError(f"no weights from {', '.join(silent)}: its attention layer "
+                                 f"does not call self.attention(q, k, v, visibility), so "
+                                 f"neither your chapter 3 attention nor this map is used")
             return {k.name: k.weights for k in kernels}
         finally:
             for k in kernels:

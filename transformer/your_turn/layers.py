@@ -2,8 +2,10 @@
 residual connections and LayerNorm where the paper puts them, LayerNorm(x + Sublayer(x)).
 
 ``check_encoder_layer(cls)`` and ``check_decoder_layer(cls)`` build ``cls(cfg)`` (the
-skeleton's ``__init__``: ``self_attn``, [``cross_attn``,] ``feed_forward``, ``norm1``,
-``norm2`` [, ``norm3``] and ``dropout``), copy in the parameters of the package's
+skeleton's ``__init__``, the package's parameter names: ``self_attn``, [``cross_attn``,]
+``feed_forward`` and a residual block around each, ``attn_block`` and ``ff_block``, or
+``self_block``, ``cross_block`` and ``ff_block``, each holding its ``norm``; a layer with
+``norm1``, ``norm2`` [, ``norm3``] instead is accepted too), copy in the parameters of the package's
 :class:`~transformer.layers.EncoderLayer` / :class:`~transformer.layers.DecoderLayer`
 with every LayerNorm made different, and compare them in evaluation mode; then check that
 dropout is active in training.
@@ -68,10 +70,11 @@ def encoder_mistakes(ref: EncoderLayer) -> list[Mistake]:
                 "Normalise the sum: LayerNorm(x + Sublayer(x)), not x + LayerNorm(...).",
                 variant(attn="norm inside", ff="norm inside")),
         Mistake("the same LayerNorm used for both sub-layers",
-                "Each sub-layer has its own norm: norm1 after the attention, norm2 after "
-                "the feed-forward network.", variant(norms=(n1, n1))),
-        Mistake("the two LayerNorms swapped", "norm1 belongs to the attention sub-layer, "
-                "norm2 to the feed-forward one.", variant(norms=(n2, n1))),
+                "Each sub-layer has its own residual block and norm: attn_block around the "
+                "attention, ff_block around the feed-forward network.",
+                variant(norms=(n1, n1))),
+        Mistake("the two residual blocks swapped", "attn_block belongs to the attention "
+                "sub-layer, ff_block to the feed-forward one.", variant(norms=(n2, n1))),
         Mistake("the padding mask not passed to the self-attention",
                 "Hand `visibility` to self.self_attn, so that no position attends to "
                 "padding.", variant(use_mask=False)),
@@ -85,8 +88,10 @@ def decoder_mistakes(ref: DecoderLayer) -> list[Mistake]:
     n1, n2, n3 = ref.self_block.norm, ref.cross_block.norm, ref.ff_block.norm
 
     def variant(rules=("post",) * 3, norms=(n1, n2, n3), causal=True, memory_mask=True,
-                cross="right", order=("self", "cross")):
+                cross="right", order=("self", "cross"), swap_masks=False):
         def compute(y, memory, self_visibility=None, memory_visibility=None):
+            if swap_masks:
+                self_visibility, memory_visibility = memory_visibility, self_visibility
             sm = self_visibility if causal else None
             mm = memory_visibility if memory_mask else None
             if cross == "right":
@@ -138,9 +143,14 @@ def decoder_mistakes(ref: DecoderLayer) -> list[Mistake]:
         Mistake("LayerNorm applied to the sub-layer's output, not to the sum",
                 "Normalise the sum: LayerNorm(x + Sublayer(x)).",
                 variant(rules=("norm inside",) * 3)),
-        Mistake("the LayerNorms mixed up", "norm1 follows the self-attention, norm2 the "
-                "encoder-decoder attention, norm3 the feed-forward network.",
+        Mistake("the residual blocks mixed up", "self_block goes around the self-attention, "
+                "cross_block around the encoder-decoder attention, ff_block around the "
+                "feed-forward network, each with its own norm.",
                 variant(norms=(n1, n1, n1))),
+        Mistake("the two masks swapped",
+                "self_visibility (causal) goes to the self-attention, memory_visibility "
+                "(the source padding) to the encoder-decoder attention.",
+                variant(swap_masks=True)),
         Mistake("the encoder-decoder attention before the self-attention",
                 "The decoder layer first attends to its own earlier outputs (masked), "
                 "then to the encoder's output, then applies the feed-forward network.",
@@ -158,6 +168,14 @@ def _dropout_case(report: Report, mine, x_args) -> bool:
             first, second = call(mine, *x_args), call(mine, *x_args)
     finally:
         mine.eval()
+    zeros = float((first == 0).float().mean())
+    if zeros > 0.1:
+        report.outcomes.append(Outcome(title, False, [
+            f"{zeros:.0%} of the outputs are exactly 0 in training"], Mistake(
+                "dropout applied after the LayerNorm",
+                "Dropout goes on the sub-layer's output, before the residual sum and the "
+                "norm: LayerNorm(x + Dropout(Sublayer(x))).", None)))
+        return False
     if torch.equal(first, second):
         report.outcomes.append(Outcome(title, False, [
             "two calls in training mode gave the same output"], Mistake(

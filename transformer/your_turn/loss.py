@@ -28,8 +28,10 @@ def _per_token(logits, target, smoothing, pad_id, target_mass, rest_mass, axis=-
 
 
 def _variant(target_mass=lambda V, e: 1 - e + e / V, rest_mass=lambda V, e: e / V,
-             mask_pad=True, reduce="sum", axis=-1, log=True, pad_gets_nothing=False):
+             mask_pad=True, reduce="sum", axis=-1, log=True, pad_gets_nothing=False,
+             fixed_pad=None):
     def compute(logits, target, smoothing, pad_id):
+        pad_id = pad_id if fixed_pad is None else fixed_pad
         per_token, _ = _per_token(logits, target, smoothing, pad_id, target_mass, rest_mass,
                                   axis, log)
         if pad_gets_nothing:                          # the Annotated Transformer's q'
@@ -46,6 +48,8 @@ def _variant(target_mass=lambda V, e: 1 - e + e / V, rest_mass=lambda V, e: e / 
             return per_token.sum()
         if reduce == "mean over real":
             return per_token.sum() / real.sum().clamp(min=1)
+        if reduce == "mean over the batch":
+            return per_token.sum() / logits.size(0)
         return per_token.mean()
     return compute
 
@@ -57,6 +61,11 @@ MISTAKES = [
     Mistake("the mean instead of the sum",
             "This function returns the loss summed over the real target tokens (the trainer "
             "divides by the number of tokens itself).", _variant(reduce="mean over real")),
+    Mistake("the padding id taken as 0", "Mask the targets equal to the pad_id argument, "
+            "whatever it is (target == pad_id).", _variant(fixed_pad=0)),
+    Mistake("the loss divided by the batch size", "Return the sum over the real target "
+            "tokens; the trainer divides by the number of tokens.",
+            _variant(reduce="mean over the batch")),
     Mistake("the mean over every position, padding included", "Sum over the real tokens.",
             _variant(reduce="mean all")),
     Mistake("the mean over every position, padding unmasked", "Sum over the real tokens.",

@@ -43,7 +43,7 @@ def mistakes(ref: MultiHeadAttention) -> list[Mistake]:
         return torch.softmax(scores, -1).nan_to_num(0.0) @ v
 
     def variant(q_from="query", k_from="key", v_from="value", splitter=split, merger=merge,
-                out=True, scale=None, use_mask=True, proj=("q", "k", "v")):
+                out=True, scale=None, use_mask=True, proj=("q", "k", "v"), invert=False):
         projections = {"q": ref.q_proj, "k": ref.k_proj, "v": ref.v_proj}
 
         def compute(query, key, value, visibility=None):
@@ -51,7 +51,10 @@ def mistakes(ref: MultiHeadAttention) -> list[Mistake]:
             q = splitter(projections[proj[0]](src[q_from]), d_k)
             k = splitter(projections[proj[1]](src[k_from]), d_k)
             v = splitter(projections[proj[2]](src[v_from]), d_v)
-            heads = merger(attend(q, k, v, visibility if use_mask else None, scale))
+            mask = visibility if use_mask else None
+            if invert and mask is not None:
+                mask = ~mask
+            heads = merger(attend(q, k, v, mask, scale))
             return ref.out_proj(heads) if out else heads
         return compute
 
@@ -76,6 +79,9 @@ def mistakes(ref: MultiHeadAttention) -> list[Mistake]:
                 "heads.", variant(scale=1 / math.sqrt(h * d_k))),
         Mistake("no 1/sqrt(d_k) scaling", "Divide each head's scores by sqrt(d_k).",
                 variant(scale=1.0)),
+        Mistake("the mask inverted",
+                "visibility is True where a query MAY attend; pass it on as it is.",
+                variant(invert=True)),
         Mistake("the mask not passed on",
                 "Hand `visibility` to the attention of every head.", variant(use_mask=False)),
         Mistake("the queries and the keys swapped",

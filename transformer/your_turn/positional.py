@@ -103,8 +103,12 @@ def attempt(fn) -> Report:
             if mistake is None and torch.is_tensor(got) and got.shape == expected.shape:
                 base = implied_base(got.double(), d_model)
                 if base and abs(math.log10(base) - 4) > 0.05:
-                    mistake = Mistake(f"the base is about {base:,.0f} instead of 10000",
-                                      "The angle is pos / 10000^(2i / d_model).", None)
+                    mistake = Mistake(
+                        f"the base is about {base:,.0f} instead of 10000",
+                        "The angle is pos / 10000^(2i / d_model). If your base is 10000, "
+                        "check the exponent: 2i / d_model as a float (no integer division), "
+                        "2i counted once, and natural logarithms (math.log) if you use exp "
+                        "and log.", None)
             report.outcomes.append(Outcome(title, False, details, mistake))
             return report
         report.outcomes.append(Outcome(title, True))

@@ -154,13 +154,16 @@ def same(expected, got, atol: float, rtol: float) -> bool:
 
 
 def first_matching(mistakes: Sequence[Mistake], inputs, got, atol: float, rtol: float,
-                   pick=lambda out: out) -> Mistake | None:
-    """The first mistake whose output on ``inputs`` equals what the learner's gave."""
+                   pick=lambda out: out, expected=None) -> Mistake | None:
+    """The first mistake whose output on ``inputs`` equals what the learner's gave, and
+    differs from ``expected`` (a mistake that changes nothing here proves nothing)."""
     for mistake in mistakes:
         try:
             with torch.no_grad():
                 candidate = pick(mistake.compute(*inputs))
         except Exception:           # a mistake that cannot run on these shapes
+            continue
+        if expected is not None and same(expected, candidate, atol, rtol):
             continue
         if same(candidate, got, atol, rtol):
             return mistake
@@ -196,11 +199,13 @@ def run_check(what: str, learner, reference, attempt: Callable[[Callable], Repor
     skeleton, check the book's own solution instead and say so."""
     try:
         report = attempt(learner)
-    except NotWritten:
+    except NotWritten as unwritten:
         report = attempt(reference)
-        report.preface = (f"{what[:1].upper()}{what[1:]} is not written yet (it raises NotImplementedError), "
-                          f"so here is the check run on the book's own solution. Write yours "
-                          f"in the cell above and run this cell again.")
+        said = f": {unwritten}" if str(unwritten) else ""
+        report.preface = (f"{what[:1].upper()}{what[1:]} is not written yet (it raises "
+                          f"NotImplementedError{said}), so here is the check run on the "
+                          f"book's own solution. Write yours in the cell above and run this "
+                          f"cell again.")
     return finish(report, quiet)
 
 

@@ -39,6 +39,9 @@ MISTAKES = [
     Mistake("d_model's power is +0.5 instead of -0.5", "The factor is d_model^-0.5, "
             "1 / sqrt(d_model).", _rate(d_power=0.5)),
     Mistake("the d_model factor left out", "Multiply by d_model^-0.5.", _rate(d_factor=False)),
+    Mistake("the step left out of the warm-up branch", "During warm-up the rate grows "
+            "linearly: step * warmup^-1.5.",
+            lambda step, d_model, warmup: d_model ** -0.5 * min(step ** -0.5, warmup ** -1.5)),
     Mistake("the decay's power is -1 instead of -0.5", "After warm-up the rate falls as "
             "step^-0.5, the inverse square root.", _rate(decay=-1.0)),
 ]

@@ -135,6 +135,14 @@ LENGTH = {(): {4: math.exp(-1.0), 5: math.exp(-0.5)}, (4,): {EOS_ID: math.exp(-1
           (5,): {6: math.exp(-0.6)}, (5, 6): {7: math.exp(-0.6)},
           (5, 6, 7): {EOS_ID: math.exp(-0.6)}}
 AFTER_EOS = {(): {4: 0.9}, (4,): {EOS_ID: 0.9}}
+COUNTS_EOS = {(): {4: math.exp(-1.0), 5: math.exp(-0.5)}, (4,): {EOS_ID: math.exp(-1.0)},
+              (5,): {6: math.exp(-0.7)}, (5, 6): {7: math.exp(-0.7)},
+              (5, 6, 7): {EOS_ID: math.exp(-0.7)}}
+EOS_FIRST = {(): {EOS_ID: 0.9, 4: 0.09}, (4,): {EOS_ID: 0.9}}
+PENALTY = ("the length penalty missing or miscomputed",
+           "Rank finished hypotheses by log P(Y) / lp(Y), lp(Y) = ((5 + |Y|) / 6)^alpha, with "
+           "|Y| counting the EOS: dividing the (negative) log-probability by lp >= 1 favours "
+           "longer outputs.")
 
 
 def _after_eos(prefix):
@@ -150,11 +158,17 @@ def _cases():
             "Keep the beam_size best extensions of all the live hypotheses at each step, "
             "not just the single best token.", None)})
     yield ("the length penalty (alpha = 0.6) prefers the longer sentence", ScriptedModel(
-        LENGTH, longest=10), src, 4, 0.6, 6, [5, 6, 7], {(4,): Mistake(
-            "no length penalty, or one that multiplies",
-            "Rank finished hypotheses by log P(Y) / lp(Y), lp(Y) = ((5 + |Y|) / 6)^alpha "
-            "with |Y| counting the EOS: dividing the (negative) log-probability by lp >= 1 "
-            "favours longer outputs.", None)})
+        LENGTH, longest=10), src, 4, 0.6, 6, [5, 6, 7], {(4,): Mistake(*PENALTY, None)})
+    yield ("|Y| counts the end token (alpha = 1): the shorter sentence wins", ScriptedModel(
+        COUNTS_EOS, longest=10), src, 4, 1.0, 6, [4], {(5, 6, 7): Mistake(
+            "|Y| in the length penalty without the end token",
+            "lp(Y) = ((5 + |Y|) / 6)^alpha counts the EOS in |Y| (section 7 of Wu et al.; "
+            "the package's length_penalty(t, alpha) with t tokens including the EOS).", None)})
+    yield ("the end token is not allowed as the first token", ScriptedModel(
+        EOS_FIRST, longest=10), src, 4, 0.6, 6, [4], {(): Mistake(
+            "an empty output: EOS allowed first",
+            "Every output holds at least one token: at the first step give the EOS a "
+            "log-probability of -inf.", None)})
     yield ("alpha = 0: no length penalty, the shorter sentence wins", ScriptedModel(
         LENGTH, longest=10), src, 4, 0.0, 6, [4], {(5, 6, 7): Mistake(
             "the length penalty ignores alpha", "lp(Y) = ((5 + |Y|) / 6)^alpha is 1 when "
