@@ -136,7 +136,7 @@ def test_bug_reports_go_to_the_books_repository():
 
 
 def test_ctrl_c_just_after_an_export_finished_says_the_export_is_whole(capsys, tmp_path,
-                                                                        monkeypatch):
+                                                                        monkeypatch, ctrl_c):
     """A Ctrl-C that lands once the export is in place, before the command has reported it
     (here: while the report is formatted), is held back until the report is printed, then
     ends the command as Ctrl-C ends the others: one line saying what --out holds, status
@@ -166,7 +166,8 @@ def test_ctrl_c_just_after_an_export_finished_says_the_export_is_whole(capsys, t
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler   # given back
 
 
-def test_ctrl_c_during_an_export_leaves_the_folder_as_it_was(capsys, tmp_path, monkeypatch):
+def test_ctrl_c_during_an_export_leaves_the_folder_as_it_was(capsys, tmp_path, monkeypatch,
+                                                            ctrl_c):
     import signal
 
     def export_checkpoint(checkpoint, folder, **kwargs):
