@@ -11,6 +11,7 @@ cell (and the book's build) stops there.
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -62,16 +63,21 @@ class Report:
     def __bool__(self) -> bool:
         return self.passed
 
-    def text(self) -> str:
-        lines = [self.preface] if self.preface else []
+    def text(self, width: int = 88) -> str:
+        """The report, wrapped to ``width`` columns (a notebook's output box)."""
+        def wrap(text, indent=""):
+            return textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent,
+                                 break_long_words=False, break_on_hyphens=False)
+        lines = [wrap(self.preface)] if self.preface else []
         tried = sum(not o.note for o in self.outcomes)
         lines.append(f"Checking {self.what} against the book's, case by case ({tried} tried):")
         for o in self.outcomes:
             mark = "note" if o.note else ("ok" if o.passed else "FAIL")
             lines.append(f"  {mark:>4}  {o.case}")
-            lines += [f"        {d}" for d in o.details]
+            lines += [wrap(d, " " * 8) for d in o.details]
             if o.mistake is not None:
-                lines.append(f"        Likely mistake: {o.mistake.name}. {o.mistake.hint}")
+                lines.append(wrap(f"Likely mistake: {o.mistake.name}. {o.mistake.hint}",
+                                  " " * 8))
         if self.passed:
             lines.append(f"All {tried} cases agree: {self.what} is right.")
         return "\n".join(lines)
