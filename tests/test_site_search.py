@@ -108,4 +108,6 @@ def test_inline_maths_in_snippets_is_plain_text(open_page, site_dir):
     examples = dict(zip(formulas, plain))
     assert examples[r"\(\sqrt{d_k}\)"] == "√d_k"
     assert examples[r"\(d_{\text{model}}\)"] == "d_model"
+    assert opened.page.evaluate(r"() => window.attentionBook.plainMath('\\(\\sqrt{d_{\\text{model}}}\\)')") \
+        == "√d_model"
     assert examples[r"\(\beta_2 = 0.98\)"] == "β_2 = 0.98"

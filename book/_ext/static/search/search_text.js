@@ -28,7 +28,8 @@ function plainMath(tex) {
     s = s.replace(/\\frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}/g, "$1/$2")
       .replace(/\\sqrt\s*\{([^{}]*)\}/g, "√$1")
       .replace(/\\(?:text|mathrm|mathbf|mathit|operatorname|textrm|textbf|mathcal)\s*\{([^{}]*)\}/g, "$1")
-      .replace(/\\mathbb\s*\{R\}/g, "ℝ");
+      .replace(/\\mathbb\s*\{R\}/g, "ℝ")
+      .replace(/([_^])\{([^{}]*)\}/g, "$1$2");      // d_{model} inside \sqrt{...}
   }
   s = s.replace(/\\([,;:! ]|_|%|#|&)/g, (m, c) => (c === "_" || c === "%" || c === "#" || c === "&" ? c : " "))
     .replace(/\\([A-Za-z]+)/g, (m, name) => (name in SYMBOLS ? SYMBOLS[name] : name))
