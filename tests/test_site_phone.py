@@ -342,3 +342,66 @@ def test_on_a_wide_screen_the_menu_hides_and_restores_the_sidebar(open_page):
     _shown_toggle(page, "primary").click()
     sidebar.wait_for(state="visible")
     part.wait_for(state="visible")
+
+
+# Each colour bar of a page: its range, its tick labels (text, left, right, drawn at all)
+# and its title's box, the figure's box around them.
+COLOUR_BARS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap((gd) => {
+  const box = gd.querySelector('svg.main-svg').getBoundingClientRect();
+  return (gd._fullData || []).filter((t) => t.visible === true && t.showscale && t.colorbar)
+    .map((t) => {
+      const bar = gd.querySelector('.cb' + t.uid);
+      if (!bar) return null;
+      const at = (e) => { const r = e.getBoundingClientRect();
+                          return [r.left, r.right, r.width > 0 && r.height > 0]; };
+      const title = bar.querySelector('.cbtitle text');
+      return {figure: (gd._fullLayout.title || {}).text || '', box: [box.left, box.right],
+              range: [t.zmin, t.zmax], title: title ? at(title) : null,
+              ticks: Array.from(bar.querySelectorAll('.cbaxis text, [class$=tick] > text'))
+                .map((e) => [e.textContent, ...at(e)])};
+    }).filter(Boolean);
+})"""
+
+
+def colour_bar_faults(bar: dict) -> list[str]:
+    """What a reader cannot read of one colour bar: a tick label not drawn or outside the
+    figure, one under the bar's title, or no label near an end of its range."""
+    faults, (low, high), values = [], bar["range"], []
+    left, right = bar["box"]
+    for text, a, b, drawn in bar["ticks"]:
+        if not drawn or a < left - 0.5 or b > right + 0.5:
+            faults.append(f"label {text!r} not on screen")
+        elif bar["title"] and a < bar["title"][1] and b > bar["title"][0]:
+            faults.append(f"label {text!r} under the title")
+        else:
+            try:
+                values.append(float(text.replace("\u2212", "-")))
+            except ValueError:
+                pass
+    span = (high - low) or 1.0
+    if not values or min(values) > low + span / 4 or max(values) < high - span / 4:
+        faults.append(f"no label near an end of {low:g} .. {high:g}: {sorted(values)}")
+    return faults
+
+
+@pytest.mark.parametrize("path", [p for p in PAGES if Path(p).name[:2].isdigit()
+                                  or "your_transformer" in p])
+def test_every_colour_bar_shows_its_end_labels_on_a_phone(path, open_page):
+    """At 390 px each colour bar's tick labels are all drawn, inside the figure and clear of
+    the bar's title, and the labels reach both ends of its range (a bar as long as the
+    screen pushed its top label, the '1' of an attention map, off the screen)."""
+    opened = open_page(path, viewport=PHONE)
+    opened.page.wait_for_timeout(300)              # phone_layout.js's measured second draw
+    faults = {f"{bar['figure'][:50]}": found for bar in opened.page.evaluate(COLOUR_BARS_JS)
+              if (found := colour_bar_faults(bar))}
+    assert not faults, f"{path}: {faults}"
+
+
+def test_the_colour_bar_check_sees_a_hidden_end_label():
+    bar = {"figure": "f", "box": [16, 374], "range": [0, 1], "title": [21, 119, True],
+           "ticks": [["0", 134, 141, True], ["0.5", 234, 251, True], ["1", 0, 0, False]]}
+    assert colour_bar_faults(bar) == ["label '1' not on screen",
+                                      "no label near an end of 0 .. 1: [0.0, 0.5]"]
+    bar["ticks"] = [["0", 100, 110, True], ["0.5", 200, 215, True], ["1", 300, 307, True]]
+    assert colour_bar_faults(bar) == ["label '0' under the title",
+                                      "no label near an end of 0 .. 1: [0.5, 1.0]"]

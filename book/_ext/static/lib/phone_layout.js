@@ -157,10 +157,14 @@ export function phoneLayout(data, layout, width) {
     if (!/heatmap|contour|histogram2d/.test(t.type || "") || t.showscale === false) return;
     const cb = t.colorbar || {};
     const title = typeof cb.title === "string" ? {text: cb.title} : Object.assign({}, cb.title);
-    // the bar at the figure's foot, its title at its right (plotly 4.1 draws a "top"
-    // title of a horizontal bar over the bar)
+    // the bar at the figure's foot, its title beside it (plotly 4.1 draws a "top" title of
+    // a horizontal bar over the bar). Its length holds the title and the bar; each tick
+    // label starts at its tick ("outside right"), so the first one stays clear of the
+    // title, and the room left at the right holds the last one (a bar as long as the
+    // screen drew its last label off it, hidden, and its first under the title).
     t.colorbar = Object.assign({}, cb, {orientation: "h", x: 0.02, xanchor: "left",
-      xref: "container", len: Math.round(width - 24), lenmode: "pixels", thickness: 10, y: 0.01,
+      xref: "container", len: Math.round(width - 80), lenmode: "pixels", thickness: 10, y: 0.01,
+      ticklabelposition: "outside right",
       yanchor: "bottom", yref: "container", title: Object.assign(title, {side: "right"})});
     bottom = Math.max(bottom, 64);
   });
