@@ -110,3 +110,27 @@ PHONE = (390, 844)
 
 def _overlap(a, b) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+# A spy on the page's own thread, installed on the object ``spy`` it is given: the requests
+# the page posts to its Workers (``spy.posted``) and every WebAssembly module it compiles
+# or starts (``spy.wasm``): the translator's search and the training panel run in Workers.
+WORKER_SPY = """(spy) => {
+  const post = Worker.prototype.postMessage;
+  Worker.prototype.postMessage = function (m, ...rest) {
+    spy.posted.push(m && m.type);
+    return post.call(this, m, ...rest);
+  };
+  for (const name of ['compile', 'compileStreaming', 'instantiate', 'instantiateStreaming']) {
+    const f = WebAssembly[name];
+    if (f) WebAssembly[name] = function (...args) { spy.wasm.push(name); return f.apply(this, args); };
+  }
+  for (const name of ['Module', 'Instance']) {
+    WebAssembly[name] = new Proxy(WebAssembly[name], {construct(target, args, made) {
+      spy.wasm.push(name); return Reflect.construct(target, args, made); }});
+  }
+  return spy;
+}"""
+# The files the page's own thread fetched. Chromium lists a module Worker's own scripts
+# here too (its script graph); what the Worker fetches itself is in its own timeline.
+PAGE_FETCHED = "() => performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname)"

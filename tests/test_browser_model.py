@@ -26,6 +26,7 @@ from transformer.decoding import beam_search, build_source_batch, greedy_decode
 from transformer.tools.export import rounded_model
 from transformer.recording import record_attention
 from transformer.inference import load_model
+from site_checks import PAGE_FETCHED, WORKER_SPY
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE = "book/09_attention_explorer.html"
@@ -324,28 +325,9 @@ PAINTED = """() => new Promise((resolve) => {
 # A spy on the page's own thread (installed once a page, counts reset each time): the
 # requests it posts to its Workers, and every WebAssembly module it compiles or starts
 # (the runtime and so the search would need one to run there).
-THREAD_SPY = """() => {
-    if (!window.threadSpy_) {
-      const spy = window.threadSpy_ = {posted: [], wasm: []};
-      const post = Worker.prototype.postMessage;
-      Worker.prototype.postMessage = function (m, ...rest) {
-        spy.posted.push(m && m.type);
-        return post.call(this, m, ...rest);
-      };
-      for (const name of ['compile', 'compileStreaming', 'instantiate', 'instantiateStreaming']) {
-        const f = WebAssembly[name];
-        if (f) WebAssembly[name] = function (...args) { spy.wasm.push(name); return f.apply(this, args); };
-      }
-      for (const name of ['Module', 'Instance']) {
-        WebAssembly[name] = new Proxy(WebAssembly[name], {construct(target, args, made) {
-          spy.wasm.push(name); return Reflect.construct(target, args, made); }});
-      }
-    }
-    window.threadSpy_.posted = [];
-    window.threadSpy_.wasm = [];
-}"""
-# The files the page's own thread fetched (its Workers' fetches are in their own timelines)
-PAGE_FETCHED = "() => performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname)"
+THREAD_SPY = ("() => { if (!window.threadSpy_) window.threadSpy_ = (" + WORKER_SPY
+              + ")({posted: [], wasm: []}); window.threadSpy_.posted = []; "
+              "window.threadSpy_.wasm = []; }")
 
 
 def test_the_search_runs_in_the_worker_while_the_page_shows_its_progress(loaded, sentences):

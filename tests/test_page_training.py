@@ -27,6 +27,7 @@ import pytest
 import torch
 
 from helpers import toy_config
+from site_checks import PAGE_FETCHED, WORKER_SPY
 from transformer.loss import LabelSmoothingLoss
 from transformer.model import Transformer
 
@@ -200,20 +201,8 @@ def test_the_same_weights_and_batches_give_the_same_loss_curve(panel):
 # callback or not, and how many times a frame it draws the curve (the frame's timestamp
 # names the frame; it is never compared as a time).
 PANEL_SPY = """() => {
-    const spy = window.panelSpy_ = {posted: [], wasm: [], outside: 0, curves: {}, maps: {}};
-    const post = Worker.prototype.postMessage;
-    Worker.prototype.postMessage = function (m, ...rest) {
-      spy.posted.push(m && m.type);
-      return post.call(this, m, ...rest);
-    };
-    for (const name of ['compile', 'compileStreaming', 'instantiate', 'instantiateStreaming']) {
-      const f = WebAssembly[name];
-      if (f) WebAssembly[name] = function (...args) { spy.wasm.push(name); return f.apply(this, args); };
-    }
-    for (const name of ['Module', 'Instance']) {
-      WebAssembly[name] = new Proxy(WebAssembly[name], {construct(target, args, made) {
-        spy.wasm.push(name); return Reflect.construct(target, args, made); }});
-    }
+    const spy = window.panelSpy_ = (""" + WORKER_SPY + """)(
+      {posted: [], wasm: [], outside: 0, curves: {}, maps: {}});
     let frame = null;                                // the frame whose callback is running
     const raf = window.requestAnimationFrame;
     window.requestAnimationFrame = (callback) => raf.call(window, (t) => {
@@ -230,8 +219,6 @@ PANEL_SPY = """() => {
       return fillRect.apply(this, args);
     };
 }"""
-# The files the page's own thread fetched (its Workers' fetches are in their own timelines)
-PAGE_FETCHED = "() => performance.getEntriesByType('resource').map((e) => new URL(e.name).pathname)"
 MAPS = """() => { const m = window.attentionBook.training.maps;
     return {what: m.what, cross: m.maps['decoder.cross'], rows: m.rows, cols: m.cols,
             canvases: Array.from(document.querySelectorAll('.tp-map canvas'), (c) => c.width)}; }"""
