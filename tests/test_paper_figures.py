@@ -40,6 +40,7 @@ def test_the_papers_sentences_and_lines():
     assert {q for _, q, _, _ in lines(law)} == {"its"}
     assert law.heads == [5, 6] and making.heads == [None]
     assert "Vaswani et al. 2017" in pf.ATTRIBUTION and "attribution" in pf.ATTRIBUTION
+    assert "Figure 4" in pf.credit(4) and "attribution" in pf.credit(4)
     with pytest.raises(ValueError):
         pf.Edge(1, 0, 1, "thick")
 

@@ -28,6 +28,11 @@ ATTRIBUTION = ("Vaswani et al. 2017, Attention Is All You Need, Figures 3-5, "
                "reproduced for scholarly use with attribution")
 
 
+def credit(number: int) -> str:
+    """The attribution of one figure, short enough for a figure's subtitle."""
+    return f"Vaswani et al. 2017, Figure {number}, reproduced for scholarly use with attribution"
+
+
 @dataclass(frozen=True)
 class Edge:
     """One line of a figure: ``head`` (1-based; None where the paper does not say which

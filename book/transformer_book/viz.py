@@ -337,7 +337,9 @@ def attention_lines(panels: Sequence[dict], *, title: str, row_px: int = 20,
     for col, panel in enumerate(panels, start=1):
         tokens, edges = list(panel["tokens"]), list(panel["edges"])
         queries = {e.query for e in edges}
-        for head in sorted({e.head for e in edges}, key=lambda h: (h is None, h or 0)):
+        heads = sorted({e.head for e in edges}, key=lambda h: (h is None, h or 0))
+        for index, head in enumerate(heads):
+            shift = (index - (len(heads) - 1) / 2) * 0.15   # heads' lines side by side
             colour = palette[(head or 0) % len(palette)] if head is not None else "#444"
             name = f"{panel['legend']}, " + (f"head {head}" if head is not None else "many heads")
             for strength, width, opacity in (("strong", 4, 0.9), ("weak", 1.5, 0.5)):
@@ -349,7 +351,7 @@ def attention_lines(panels: Sequence[dict], *, title: str, row_px: int = 20,
                     label = f"{name}: {tokens[e.query]} → {tokens[e.key]} ({strength}" + (
                         f", weight {e.weight:.2f})" if e.weight is not None else ")")
                     xs += [0, 1, None]
-                    ys += [e.query, e.key, None]
+                    ys += [e.query + shift, e.key + shift, None]
                     hover += [label, label, None]
                 fig.add_trace(go.Scatter(
                     x=xs, y=ys, mode="lines", line=dict(color=colour, width=width),
@@ -357,16 +359,19 @@ def attention_lines(panels: Sequence[dict], *, title: str, row_px: int = 20,
                     showlegend=strength == "strong" or not any(
                         e.head == head and e.strength == "strong" for e in edges),
                     text=hover, hoverinfo="text"), row=1, col=col)
-        bold = [f"<b>{t}</b>" if i in queries else t for i, t in enumerate(tokens)]
+        bold = [f"<b>{t}</b>" if i in queries and len(queries) < len(tokens) else t
+                for i, t in enumerate(tokens)]
         for x, position in ((0, "middle left"), (1, "middle right")):
             fig.add_trace(go.Scatter(
                 x=[x] * len(tokens), y=list(range(len(tokens))), mode="text", text=bold,
                 textposition=position, textfont=dict(size=11), showlegend=False,
                 hoverinfo="skip"), row=1, col=col)
-        fig.update_xaxes(range=[-1.3, 2.3], visible=False, fixedrange=True, row=1, col=col)
-        fig.update_yaxes(range=[longest - 0.5, -0.5], visible=False, fixedrange=True,
-                         row=1, col=col)
+        bare = dict(showgrid=False, zeroline=False, showticklabels=False, ticks="",
+                    fixedrange=True)      # drawn (a phone stacks the panels), but bare
+        fig.update_xaxes(range=[-1.3, 2.3], **bare, row=1, col=col)
+        fig.update_yaxes(range=[longest - 0.5, -0.5], **bare, row=1, col=col)
     fig.update_layout(title=dict(text=title, subtitle=dict(text=subtitle or "")),
-                      height=longest * row_px + 200, margin=dict(t=110, l=10, r=10),
+                      height=longest * row_px + 230, margin=dict(t=140, l=10, r=10),
+                      plot_bgcolor="white",
                       legend=dict(orientation="h", x=0, y=-0.02, yanchor="top"))
     return fig
