@@ -163,3 +163,51 @@ def test_explorer_cross_attention_rows_are_the_predicted_tokens(open_page):
         assert rows(cross)[-1] == "⟨/s⟩" or len(rows(cross)) > 20, (sentence, rows(cross))
         assert "predicts" in cross["title"] and "predicts" not in decoder["title"], cross["title"]
     assert not opened.errors, opened.errors
+
+
+# Per figure of the paper redrawn beside the model: its panels (left to right on a wide
+# screen, top to bottom on a phone), each with its title, box and the texts of its words.
+PAPER_BESIDE_JS = """(words) => Array.from(document.querySelectorAll('.js-plotly-plot'))
+  .filter((gd) => (gd._fullLayout.title.text || '').includes(words)).map((gd) => {
+    const fl = gd._fullLayout, box = gd.getBoundingClientRect();
+    const panels = (fl._subplots.xaxis || []).map((id) => {
+      const xa = fl['xaxis' + id.slice(1)], ya = fl[xa.anchor.replace('y', 'yaxis')];
+      const left = box.left + xa._offset, top = box.top + ya._offset;
+      const words = gd._fullData.filter((t) => t.xaxis === id && t.mode === 'text')
+        .map((t) => t.text.map((s) => s.replace(/<\\/?b>/g, '')));
+      const lines = gd._fullData.filter((t) => t.xaxis === id && t.mode === 'lines').length;
+      return {box: [left, top, left + xa._length, top + ya._length], words, lines};
+    });
+    const titles = Array.from(gd.querySelectorAll('.annotation-text'), (e) => e.textContent);
+    return {panels, titles, subtitle: fl.title.subtitle ? fl.title.subtitle.text : '',
+            width: box.width};
+  })"""
+
+
+def test_chapter_9_draws_the_papers_figures_beside_the_model_on_a_phone(open_page, request, capsys):
+    """At 390 px, each of the paper's Figures 3 and 4 redrawn in chapter 9 stands above
+    this model's lines for the same sentence (book/_ext/static/lib/phone_layout.js stacks
+    the two panels), each panel the screen's width less its margins: the left one the
+    paper's words and lines (transformer_book/paper_figures.py), titled as the paper's and
+    attributed, the other this model's words with its lines."""
+    from transformer_book import paper_figures as pf
+
+    opened = open_page("book/09_attention_explorer.html", viewport=PHONE)
+    found = opened.page.evaluate(PAPER_BESIDE_JS, "beside this model")
+    assert len(found) == 2, [f["titles"] for f in found]
+    for fig, number in zip(found, (3, 4)):
+        paper, model = fig["panels"]
+        assert fig["titles"][0].startswith("the paper: layer 5 of 6"), fig["titles"]
+        assert fig["titles"][1].startswith("this model: layer"), fig["titles"]
+        assert "Vaswani et al. 2017" in fig["subtitle"]
+        assert paper["words"] == [list(pf.FIGURES[number].tokens)] * 2
+        assert paper["lines"] >= 1 and model["lines"] >= 1
+        assert model["words"][0][:-1] == list(pf.FIGURES[number].tokens)[:-1]
+        assert paper["box"][3] <= model["box"][1], "the panels are not stacked on a phone"
+        for panel in (paper, model):
+            assert panel["box"][0] >= 0 and panel["box"][2] <= PHONE[0], panel["box"]
+            assert panel["box"][2] - panel["box"][0] >= 280, panel["box"]
+    figure = _figure_handle(opened.page, "Figure 4").as_element()
+    figure.scroll_into_view_if_needed()
+    screenshot(figure, request, capsys, "09_attention_explorer-figure-4-phone")
+    assert not opened.errors, opened.errors

@@ -223,6 +223,14 @@ def piece_words(pieces: Sequence[str]) -> list[str]:
     """The whole word each BPE piece belongs to (``"▁L", "aw"`` -> ``"Law", "Law"``), for
     finding a word among pieces; a special token (``⟨/s⟩``) or a piece of punctuation is a
     word of its own."""
+    words = word_starts(pieces)
+    text = {s: "".join(pieces[j] for j in range(s, len(pieces)) if words[j] == s).lstrip("▁")
+            for s in set(words)}
+    return [text[s] for s in words]
+
+
+def word_starts(pieces: Sequence[str]) -> list[int]:
+    """For each BPE piece, the position of the first piece of its word (:func:`piece_words`)."""
     def alone(p):
         return p.startswith("⟨") or not any(c.isalnum() for c in p)
 
@@ -231,9 +239,7 @@ def piece_words(pieces: Sequence[str]) -> list[str]:
         if i == 0 or p.startswith("▁") or alone(p) or alone(pieces[i - 1]):
             start = i
         words.append(start)
-    text = {s: "".join(pieces[j] for j in range(s, len(pieces)) if words[j] == s).lstrip("▁")
-            for s in set(words)}
-    return [text[s] for s in words]
+    return words
 
 
 ATTENTION_KINDS = {   # recorder part -> (name, query side, key side)
@@ -305,3 +311,67 @@ def attention_explorer(examples: Sequence[dict], *, title: str = "Attention expl
         slider_pad=120, layout=dict(height=height, margin=dict(t=120),
                     xaxis=dict(tickangle=-45, type="category"),
                     yaxis=dict(autorange="reversed", type="category")))
+
+
+# ------------------------------------------------ the paper's attention figures
+def attention_lines(panels: Sequence[dict], *, title: str, row_px: int = 20,
+                    subtitle: str | None = None):
+    """Attention drawn as the paper's Figures 3 to 5 draw it: two copies of a sentence, one
+    beside the other, and a line from each word (left) to each word it attends to (right),
+    one colour per head, thick for a strong weight and thin for a weak one.
+
+    ``panels``: dicts with ``"title"``, ``"tokens"``, ``"edges"`` (``paper_figures.Edge``:
+    head, query, key, strength, weight) and ``"legend"`` (the prefix of its heads' legend
+    entries, e.g. ``"paper"``); the panels stand side by side (stacked on a phone,
+    book/_ext/static/lib/phone_layout.js). ``row_px``: the height of one token's row.
+    """
+    import plotly.graph_objects as go
+    from plotly.colors import qualitative
+    from plotly.subplots import make_subplots
+
+    palette = qualitative.Plotly
+    n = len(panels)
+    fig = make_subplots(rows=1, cols=n, subplot_titles=[p["title"] for p in panels],
+                        horizontal_spacing=0.08)
+    longest = max(len(p["tokens"]) for p in panels)
+    for col, panel in enumerate(panels, start=1):
+        tokens, edges = list(panel["tokens"]), list(panel["edges"])
+        queries = {e.query for e in edges}
+        heads = sorted({e.head for e in edges}, key=lambda h: (h is None, h or 0))
+        for index, head in enumerate(heads):
+            shift = (index - (len(heads) - 1) / 2) * 0.15   # heads' lines side by side
+            colour = palette[(head or 0) % len(palette)] if head is not None else "#444"
+            name = f"{panel['legend']}, " + (f"head {head}" if head is not None else "many heads")
+            for strength, width, opacity in (("strong", 4, 0.9), ("weak", 1.5, 0.5)):
+                mine = [e for e in edges if e.head == head and e.strength == strength]
+                if not mine:
+                    continue
+                xs, ys, hover = [], [], []
+                for e in mine:
+                    label = f"{name}: {tokens[e.query]} → {tokens[e.key]} ({strength}" + (
+                        f", weight {e.weight:.2f})" if e.weight is not None else ")")
+                    xs += [0, 1, None]
+                    ys += [e.query + shift, e.key + shift, None]
+                    hover += [label, label, None]
+                fig.add_trace(go.Scatter(
+                    x=xs, y=ys, mode="lines", line=dict(color=colour, width=width),
+                    opacity=opacity, name=name, legendgroup=name,
+                    showlegend=strength == "strong" or not any(
+                        e.head == head and e.strength == "strong" for e in edges),
+                    text=hover, hoverinfo="text"), row=1, col=col)
+        bold = [f"<b>{t}</b>" if i in queries and len(queries) < len(tokens) else t
+                for i, t in enumerate(tokens)]
+        for x, position in ((0, "middle left"), (1, "middle right")):
+            fig.add_trace(go.Scatter(
+                x=[x] * len(tokens), y=list(range(len(tokens))), mode="text", text=bold,
+                textposition=position, textfont=dict(size=11), showlegend=False,
+                hoverinfo="skip"), row=1, col=col)
+        bare = dict(showgrid=False, zeroline=False, showticklabels=False, ticks="",
+                    fixedrange=True)      # drawn (a phone stacks the panels), but bare
+        fig.update_xaxes(range=[-1.3, 2.3], **bare, row=1, col=col)
+        fig.update_yaxes(range=[longest - 0.5, -0.5], **bare, row=1, col=col)
+    fig.update_layout(title=dict(text=title, subtitle=dict(text=subtitle or "")),
+                      height=longest * row_px + 230, margin=dict(t=140, l=10, r=10),
+                      plot_bgcolor="white",
+                      legend=dict(orientation="h", x=0, y=-0.02, yanchor="top"))
+    return fig
