@@ -10,6 +10,9 @@ its input makes each search output the line itself.
 """
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -178,3 +181,32 @@ def test_translate_names_the_unsure_lines_whichever_search_it_runs(
     got = [verdict(unsure[i + 1].split("unsure: ", 1)[1]) if i + 1 in unsure else None
            for i in range(len(lines))]
     assert got == expected
+
+
+# ------------------------------------------------------------ the cases the page shares
+FIXTURE = json.loads((Path(__file__).parent / "js" / "fixtures" / "doubt.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("case", FIXTURE["cases"], ids=lambda c: c["note"])
+def test_each_shared_case_gets_its_kind_of_note(case):
+    """tests/js/fixtures/doubt.json, the cases the page's doubt.js is held to as well
+    (tests/js/doubt.test.js; tests/test_page_code.py compares the two word for word)."""
+    note = doubt(case["ids"], FIXTURE["unk"], case["text"], case["pieces"], **case.get("options", {}))
+    if case["expect"] is None:
+        assert note is None
+    else:
+        assert note and FIXTURE["kinds"][case["expect"]] in note, note
+
+
+def test_the_cross_attention_is_the_models_over_source_and_translation():
+    """cross_attention gives doubt the decoder's attention over the source pieces and EOS,
+    one row for BOS and each output token, each row a distribution."""
+    from transformer.doubt import cross_attention
+    from transformer.model import Transformer
+    cfg = toy_config(vocab_size=64, max_len=32)
+    model = Transformer(cfg).eval()
+    got = cross_attention(model, [5, 6, 7], [8, 9])
+    layers, heads, q_len, k_len = got["dims"]
+    assert (layers, heads, q_len, k_len) == (cfg.n_decoder_layers, cfg.n_heads, 3, 4)
+    rows = torch.tensor(got["data"]).view(-1, k_len).sum(-1)
+    assert torch.allclose(rows, torch.ones_like(rows), atol=1e-5)
