@@ -16,10 +16,12 @@ WORD_START = "\u2581"                       # SentencePiece's mark of a word's f
 PUNCTUATION = ".,;:!?\"'«»„“”"
 
 # number words, English and German, and their values; a German compound ("fünfundzwanzig")
-# reads as its parts (5 and 20), as does an English one with a hyphen ("twenty-five")
+# reads as its parts (5 and 20), as does an English one with a hyphen ("twenty-five"), and
+# a German word that begins with a number word counts as it too ("dreimal": 3). English
+# "one" is no number here ("no one", "one of them": German says "niemand", "einer").
 ENGLISH_NUMBERS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-    "fifteen sixteen seventeen eighteen nineteen".split())}
+    "zero _ two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen".split()) if w != "_"}
 ENGLISH_NUMBERS.update({"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60,
                         "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100,
                         "thousand": 1000})
@@ -30,6 +32,10 @@ GERMAN_NUMBERS.update({"zwanzig": 20, "dreißig": 30, "vierzig": 40, "fünfzig":
                        "sechzig": 60, "siebzig": 70, "achtzig": 80, "neunzig": 90,
                        "hundert": 100, "tausend": 1000, "zwo": 2, "beiden": 2,
                        "ein": 1, "eine": 1, "einen": 1, "einem": 1, "einer": 1, "eines": 1})
+# capitalised words that are no names: German writes them otherwise ("sonntags", "Französisch")
+NOT_NAMES = set("Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February "
+                "March April May June July August September October November December English "
+                "French German Spanish Italian Japanese Chinese Russian".split())
 COVERED = 0.3        # the weight one head gives a word at one step for it to count as read
 SHORTEST_COVERED = 4  # letters: shorter words ("a", "is", "the") may go untranslated
 
@@ -51,9 +57,10 @@ def _words(text: str) -> list[str]:
     return [w for w in (w.strip(PUNCTUATION) for w in text.split()) if w]
 
 
-def numbers(text: str, table: dict[str, int]) -> list[tuple[str, int]]:
+def numbers(text: str, table: dict[str, int], prefix: bool = False) -> list[tuple[str, int]]:
     """The numbers ``text`` names: (the word, its value) for each run of digits and each
-    number word of ``table`` (compounds read as their parts)."""
+    number word of ``table`` (compounds read as their parts; with ``prefix``, a word that
+    begins with a number word, the longest, counts as it too)."""
     found = []
     for word in _words(text):
         for digits in re.findall(r"[0-9]+", word):
@@ -61,6 +68,10 @@ def numbers(text: str, table: dict[str, int]) -> list[tuple[str, int]]:
         for part in re.split(r"-|und(?=\w)", word.lower()):
             if part in table:
                 found.append((word, table[part]))
+            elif prefix:
+                starts = [w for w in table if part.startswith(w)]
+                if starts:
+                    found.append((word, table[max(starts, key=len)]))
     return found
 
 
@@ -71,7 +82,8 @@ def _names(source: str) -> list[str]:
         word = raw.strip(PUNCTUATION)
         if word.endswith(("'s", "’s")):
             word = word[:-2]
-        if word and not first and word[0].isupper() and word != "I" and word.isalpha():
+        if word and not first and word[0].isupper() and word.isalpha() \
+                and word != "I" and word.rstrip("s") not in NOT_NAMES:
             names.append(word)
         first = raw.rstrip("\"'»“”)").endswith((".", "!", "?", ":")) or (first and not word)
     return names
@@ -116,12 +128,13 @@ def doubt(source_ids: Sequence[int], unk_id: int, translation: str,
       three times back to back inside one word ("Werb|end|end|end|en"). Sound sentences of
       the book's corpora do not repeat a word thrice in a row;
     * given the ``source`` text, a number of it is missing or changed: each number the
-      source names (digits, or an English number word) has its value in the translation
-      (digits, or a German number word; "one" is any form of "ein"): "two hours" →
-      "drei Stunden" lacks 2;
-    * a name of the source is missing: each capitalised word inside a source sentence (not
-      its first word, nor "I") begins a word of the translation, ignoring case, with its
-      first four letters ("Mary's" → "Marys");
+      source names (digits, or an English number word but "one") has its value in the
+      translation (digits, or a German number word, alone, in a compound or beginning a
+      word: "dreimal"): "two hours" → "drei Stunden" lacks 2;
+    * a name of the source is missing: the first three letters of each capitalised word
+      inside a source sentence (not its first word, "I", a weekday, a month or a
+      language, which German writes otherwise) lie in a word of the translation, ignoring
+      case ("Mary's" → "Maria", "Festival" → "Renaissancefestival");
     * given the ``source_pieces`` (without EOS) and ``cross``, the encoder-decoder
       attention of one teacher-forced pass over the translation ({"dims": [layers, heads,
       q, k], "data": flat}, see :func:`cross_attention`), a source word was never read
@@ -147,14 +160,14 @@ def doubt(source_ids: Sequence[int], unk_id: int, translation: str,
                        f"\"{''.join(word).lstrip(WORD_START)}\" (a loop)"
             word = []
         word.append(piece)
-    found = {value for _, value in numbers(translation, GERMAN_NUMBERS)}
+    found = {value for _, value in numbers(translation, GERMAN_NUMBERS, prefix=True)}
     for name, value in numbers(source, ENGLISH_NUMBERS):
         if value not in found:
             return f"the source's \"{name}\" is not in the translation (a number dropped " \
                    f"or changed)"
-    starts = [w.lower() for w in words]
+    lower = [w.lower() for w in words]
     for name in _names(source):
-        if not any(w.startswith(name[:4].lower()) for w in starts):
+        if not any(name[:3].lower() in w for w in lower):
             return f"the name \"{name}\" is not in the translation (dropped or changed)"
     if cross is not None and source_pieces:
         unread = _unread(source_pieces, cross)

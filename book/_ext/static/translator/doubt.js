@@ -14,10 +14,11 @@ const strip = (w) => {
   return w.slice(a, b);
 };
 
+// number words and their values (see transformer/doubt.py: English "one" is no number)
 const table = (words, more) => Object.assign(
-  Object.fromEntries(words.split(" ").map((w, i) => [w, i])), more);
+  Object.fromEntries(words.split(" ").map((w, i) => [w, i]).filter(([w]) => w !== "_")), more);
 const ENGLISH_NUMBERS = table(
-  "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen " +
+  "zero _ two three four five six seven eight nine ten eleven twelve thirteen fourteen " +
   "fifteen sixteen seventeen eighteen nineteen",
   {twenty: 20, thirty: 30, forty: 40, fifty: 50, sixty: 60, seventy: 70, eighty: 80,
    ninety: 90, hundred: 100, thousand: 1000});
@@ -27,6 +28,10 @@ const GERMAN_NUMBERS = table(
   {zwanzig: 20, "dreißig": 30, vierzig: 40, "fünfzig": 50, sechzig: 60, siebzig: 70,
    achtzig: 80, neunzig: 90, hundert: 100, tausend: 1000, zwo: 2, beiden: 2,
    ein: 1, eine: 1, einen: 1, einem: 1, einer: 1, eines: 1});
+// capitalised words that are no names: German writes them otherwise
+const NOT_NAMES = new Set(("Monday Tuesday Wednesday Thursday Friday Saturday Sunday January " +
+  "February March April May June July August September October November December English " +
+  "French German Spanish Italian Japanese Chinese Russian").split(" "));
 export const COVERED = 0.3;          // the weight one head gives a word at one step to be read
 const SHORTEST_COVERED = 4;          // letters: shorter words may go untranslated
 
@@ -50,13 +55,22 @@ function loop(items, longest) {
 const words = (text) => text.split(/\s+/).map(strip).filter((w) => w);
 const isLetter = (c) => /^\p{L}$/u.test(c);          // str.isalpha
 
-/* (word, value) of each run of digits and each number word of `numbers` in text. */
-export function numbers(text, numbers) {
+/* (word, value) of each run of digits and each number word of `numbers` in text (with
+ * `prefix`, a word that begins with a number word, the longest, counts as it too). */
+export function numbers(text, numbers, prefix = false) {
   const found = [];
   for (const word of words(text)) {
-    for (const digits of word.match(/\d+/g) || []) found.push([digits, Number(digits)]);
+    for (const digits of word.match(/[0-9]+/g) || []) found.push([digits, Number(digits)]);
     for (const part of word.toLowerCase().split(/-|und(?=[\p{L}\p{N}_])/u)) {
-      if (Object.hasOwn(numbers, part)) found.push([word, numbers[part]]);
+      if (Object.hasOwn(numbers, part)) {
+        found.push([word, numbers[part]]);
+      } else if (prefix) {
+        const starts = Object.keys(numbers).filter((w) => part.startsWith(w));
+        if (starts.length) {
+          const longest = starts.reduce((a, b) => (b.length > a.length ? b : a));
+          found.push([word, numbers[longest]]);
+        }
+      }
     }
   }
   return found;
@@ -69,8 +83,8 @@ function names(source) {
   for (const raw of source.split(/\s+/).filter((w) => w)) {
     let word = strip(raw);
     if (word.endsWith("'s") || word.endsWith("’s")) word = word.slice(0, -2);
-    if (word && !first && /^\p{Lu}/u.test(word) &&
-        word !== "I" && [...word].every(isLetter)) found.push(word);
+    if (word && !first && /^\p{Lu}/u.test(word) && [...word].every(isLetter) &&
+        word !== "I" && !NOT_NAMES.has(word.replace(/s+$/, ""))) found.push(word);
     first = /[.!?:]$/.test(raw.replace(/["'»“”)]+$/, "")) || (first && !word);
   }
   return found;
@@ -123,15 +137,15 @@ export function doubt(sourceIds, unk, text, pieces = [], {source = "", sourcePie
     }
     word.push(piece);
   }
-  const found = new Set(numbers(text, GERMAN_NUMBERS).map(([, v]) => v));
+  const found = new Set(numbers(text, GERMAN_NUMBERS, true).map(([, v]) => v));
   for (const [name, value] of numbers(source, ENGLISH_NUMBERS)) {
     if (!found.has(value)) {
       return `the source's "${name}" is not in the translation (a number dropped or changed)`;
     }
   }
-  const starts = said.map((w) => w.toLowerCase());
+  const lower = said.map((w) => w.toLowerCase());
   for (const name of names(source)) {
-    if (!starts.some((w) => w.startsWith(name.slice(0, 4).toLowerCase()))) {
+    if (!lower.some((w) => w.includes(name.slice(0, 3).toLowerCase()))) {
       return `the name "${name}" is not in the translation (dropped or changed)`;
     }
   }
