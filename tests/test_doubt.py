@@ -210,3 +210,30 @@ def test_the_cross_attention_is_the_models_over_source_and_translation():
     assert (layers, heads, q_len, k_len) == (cfg.n_decoder_layers, cfg.n_heads, 3, 4)
     rows = torch.tensor(got["data"]).view(-1, k_len).sum(-1)
     assert torch.allclose(rows, torch.ones_like(rows), atol=1e-5)
+
+
+def test_the_doubt_benchmark_counts_the_flagged_lines_and_reads_the_attention_as_doubt():
+    """benchmarks/book/doubt_quality.py: what its set keeps of the attention (the most
+    weight each source piece got) gives doubt's note of the whole attention, and its
+    measure counts flagged wrong and flagged good lines, skipping unlabelled ones."""
+    from benchmarks.book.doubt_quality import measure, most_read, note
+    with_cross = [c for c in FIXTURE["cases"] if "cross" in c.get("options", {})]
+    assert len(with_cross) >= 5
+    for c in with_cross:
+        o = c["options"]
+        item = {"source_ids": c["ids"], "translation": c["text"], "pieces": c["pieces"],
+                "source": o["source"], "source_pieces": o["source_pieces"],
+                "read": most_read(o["cross"], len(o["source_pieces"]))}
+        assert note(item, FIXTURE["unk"]) == doubt(c["ids"], FIXTURE["unk"], c["text"], c["pieces"], **o)
+    line = lambda source, translation, label: {  # noqa: E731
+        "origin": source, "source": source, "translation": translation, "label": label,
+        "source_ids": [5, 6], "source_pieces": [], "pieces": [], "read": []}
+    got = measure({"unk_id": FIXTURE["unk"], "items": [
+        line("I waited two hours.", "Ich habe drei Stunden gewartet.", "wrong"),   # flagged
+        line("I saw Mary.", "Ich sah sie.", "wrong"),                              # flagged
+        line("A dog runs.", "Eine Katze läuft.", "wrong"),                         # missed
+        line("Two dogs run.", "Zwei Hunde laufen.", "good"),
+        line("I saw Tom.", "Ich sah ihn.", "good"),                                # a false alarm
+        line("Four cats.", "Fünf Katzen.", None)]})                                # unlabelled
+    assert (got["flagged_wrong"], got["wrong"], got["flagged_good"], got["good"]) == (2, 3, 1, 2)
+    assert got["by_kind"] == {"number": {"good": 0, "wrong": 1}, "name": {"good": 1, "wrong": 1}}
