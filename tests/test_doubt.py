@@ -237,3 +237,25 @@ def test_the_doubt_benchmark_counts_the_flagged_lines_and_reads_the_attention_as
         line("Four cats.", "Fünf Katzen.", None)]})                                # unlabelled
     assert (got["flagged_wrong"], got["wrong"], got["flagged_good"], got["good"]) == (2, 3, 1, 2)
     assert got["by_kind"] == {"number": {"good": 0, "wrong": 1}, "name": {"good": 1, "wrong": 1}}
+
+
+def test_translate_gives_doubt_the_line_its_pieces_without_eos_and_the_attention(
+        tmp_path, monkeypatch, capsys):
+    """The command line's doubt reads what the page's does: the typed line, its pieces
+    without EOS, and the encoder-decoder attention of the translation (one row for BOS and
+    each output token, one column for each source piece and EOS)."""
+    from transformer.model import Transformer
+    model = Transformer(toy_config(vocab_size=64, max_len=64)).eval()
+    monkeypatch.setattr(cli, "_load", lambda args: (model, WordTokenizer()))
+    seen = []
+    monkeypatch.setattr(cli, "doubt", lambda *a, **k: seen.append((a, k)))
+    source = tmp_path / "in.txt"
+    source.write_text("w5 w6 w7\nw8 w9\n", encoding="utf-8")
+    assert cli.main(["translate", "model.pt", "--input", str(source), "--beam", "1"]) in (None, 0)
+    capsys.readouterr()
+    assert [k["source"] for _, k in seen] == ["w5 w6 w7", "w8 w9"]
+    for (ids, _, _, pieces), k in seen:
+        assert k["source_pieces"] == [f"\u2581w{i}" for i in ids] and EOS not in ids
+        layers, heads, q_len, k_len = k["cross"]["dims"]
+        assert (layers, heads) == (model.cfg.n_decoder_layers, model.cfg.n_heads)
+        assert k_len == len(ids) + 1 and q_len == len(pieces) + 1
