@@ -404,18 +404,17 @@ def test_a_new_request_cancels_the_old_one(loaded, sentences):
     assert got["source"][:-1] == encode_in_page(page, ["A dog runs."])[0]     # the new one
 
 
-def test_the_page_doubts_as_the_package_does(loaded, exported):
-    """The page's rule for "the model is unsure" is transformer.decoding.doubt's, and a
+def test_the_page_doubts_as_the_package_does(loaded):
+    """The page's rule for "the model is unsure" is transformer.doubt's, in Chromium, on
+    the cases of tests/js/fixtures/doubt.json (which the Node tests read too), and a
     sentence of unknown characters gets the note under its translation."""
     from transformer.doubt import doubt
-    model, _, _ = exported
-    unk = model.cfg.unk_id
-    cases = [([900, unk], "Ein Hund."), ([900, 5, 6, unk], "Ein Hund läuft."),
-             ([5, 6], "Ein Hund, der Hund Hund Hund Hund."), ([5], "über den Kreis über den Kreis."),
-             ([5], "Ein Ca-Koll P P P"), ([5], "Nein, nein."), ([], ""), ([5], "a b a b a b")]
-    got = loaded.page.evaluate("([cases, unk]) => cases.map(([ids, text]) => "
-                               "window.attentionBook.doubt(ids, unk, text))", [cases, unk])
-    assert got == [doubt(ids, unk, text) for ids, text in cases]
+    fixture = json.loads((REPO / "tests" / "js" / "fixtures" / "doubt.json").read_text(encoding="utf-8"))
+    got = loaded.page.evaluate("""(d) => d.cases.map((c) => { const o = c.options || {};
+        return window.attentionBook.doubt(c.ids, d.unk, c.text, c.pieces,
+          {source: o.source, sourcePieces: o.source_pieces, cross: o.cross}); })""", fixture)
+    assert got == [doubt(c["ids"], fixture["unk"], c["text"], c["pieces"], **c.get("options", {}))
+                   for c in fixture["cases"]]
     type_and_translate(loaded.page, "🙂🙂 日本語 🍕")
     assert "most of the input is unknown" in loaded.page.text_content(".lt-unsure")
 
@@ -570,16 +569,28 @@ def test_a_long_sentences_map_is_drawn_in_bounded_pieces(loaded, sentences):
 
 def test_a_greedy_loop_gets_its_note(loaded, exported, sentences):
     """Doubt is checked on each translation shown: the worker gives each search its own
-    (transformer.decoding.doubt on its text); a greedy translation that loops beside a
-    sound beam one gets a note naming the greedy search, and the beam one none."""
+    (transformer.doubt.doubt on its text and pieces, the typed source without EOS and its
+    pieces, and the encoder-decoder attention of the map); a greedy translation that loops
+    beside a sound beam one gets a note naming the greedy search, and the beam one none."""
     from transformer.doubt import doubt
     model, _, _ = exported
     page = loaded.page
-    type_and_translate(page, long_input(page, sentences[100:], 120))
-    result = page.evaluate("() => window.attentionBook.translator.result")
+    typed = long_input(page, sentences[100:], 120)
+    type_and_translate(page, typed)
+    result = page.evaluate("""() => { const w = window.attentionBook.translator;
+        const out = {source: w.result.source};
+        for (const name of ['greedy', 'beam']) {
+          const m = w.maps[name], cross = m.maps['decoder.cross'];
+          out[name] = {text: w.result[name].text, doubt: w.result[name].doubt,
+                       pieces: m.source, target: m.target,
+                       cross: {dims: cross.dims, data: Array.from(cross.data)}};
+        }
+        return out; }""")
     for name in ("greedy", "beam"):
-        expected = doubt(result["source"][:-1], model.cfg.unk_id, result[name]["text"])
-        assert result[name].get("doubt") == expected, (name, result[name].get("doubt"))
+        got = result[name]
+        expected = doubt(result["source"][:-1], model.cfg.unk_id, got["text"], got["target"][1:],
+                         source=typed, source_pieces=got["pieces"][:-1], cross=got["cross"])
+        assert got.get("doubt") == expected, (name, got.get("doubt"))
     looping = "die es zu sehen, die es zu sehen, die es zu sehen."
     notes = page.evaluate("""([looping, unk]) => { const w = window.attentionBook.translator;
         const line = (text) => ({text, ms: 1, ids: [], doubt: window.attentionBook.doubt([5, 6], unk, text)});

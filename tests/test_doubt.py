@@ -10,6 +10,9 @@ its input makes each search output the line itself.
 """
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -178,3 +181,81 @@ def test_translate_names_the_unsure_lines_whichever_search_it_runs(
     got = [verdict(unsure[i + 1].split("unsure: ", 1)[1]) if i + 1 in unsure else None
            for i in range(len(lines))]
     assert got == expected
+
+
+# ------------------------------------------------------------ the cases the page shares
+FIXTURE = json.loads((Path(__file__).parent / "js" / "fixtures" / "doubt.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("case", FIXTURE["cases"], ids=lambda c: c["note"])
+def test_each_shared_case_gets_its_kind_of_note(case):
+    """tests/js/fixtures/doubt.json, the cases the page's doubt.js is held to as well
+    (tests/js/doubt.test.js; tests/test_page_code.py compares the two word for word)."""
+    note = doubt(case["ids"], FIXTURE["unk"], case["text"], case["pieces"], **case.get("options", {}))
+    if case["expect"] is None:
+        assert note is None
+    else:
+        assert note and FIXTURE["kinds"][case["expect"]] in note, note
+
+
+def test_the_cross_attention_is_the_models_over_source_and_translation():
+    """cross_attention gives doubt the decoder's attention over the source pieces and EOS,
+    one row for BOS and each output token, each row a distribution."""
+    from transformer.doubt import cross_attention
+    from transformer.model import Transformer
+    cfg = toy_config(vocab_size=64, max_len=32)
+    model = Transformer(cfg).eval()
+    got = cross_attention(model, [5, 6, 7], [8, 9])
+    layers, heads, q_len, k_len = got["dims"]
+    assert (layers, heads, q_len, k_len) == (cfg.n_decoder_layers, cfg.n_heads, 3, 4)
+    rows = torch.tensor(got["data"]).view(-1, k_len).sum(-1)
+    assert torch.allclose(rows, torch.ones_like(rows), atol=1e-5)
+
+
+def test_the_doubt_benchmark_counts_the_flagged_lines_and_reads_the_attention_as_doubt():
+    """benchmarks/book/doubt_quality.py: what its set keeps of the attention (the most
+    weight each source piece got) gives doubt's note of the whole attention, and its
+    measure counts flagged wrong and flagged good lines, skipping unlabelled ones."""
+    from benchmarks.book.doubt_quality import measure, most_read, note
+    with_cross = [c for c in FIXTURE["cases"] if "cross" in c.get("options", {})]
+    assert len(with_cross) >= 5
+    for c in with_cross:
+        o = c["options"]
+        item = {"source_ids": c["ids"], "translation": c["text"], "pieces": c["pieces"],
+                "source": o["source"], "source_pieces": o["source_pieces"],
+                "read": most_read(o["cross"], len(o["source_pieces"]))}
+        assert note(item, FIXTURE["unk"]) == doubt(c["ids"], FIXTURE["unk"], c["text"], c["pieces"], **o)
+    line = lambda source, translation, label: {  # noqa: E731
+        "origin": source, "source": source, "translation": translation, "label": label,
+        "source_ids": [5, 6], "source_pieces": [], "pieces": [], "read": []}
+    got = measure({"unk_id": FIXTURE["unk"], "items": [
+        line("I waited two hours.", "Ich habe drei Stunden gewartet.", "wrong"),   # flagged
+        line("I saw Mary.", "Ich sah sie.", "wrong"),                              # flagged
+        line("A dog runs.", "Eine Katze läuft.", "wrong"),                         # missed
+        line("Two dogs run.", "Zwei Hunde laufen.", "good"),
+        line("I saw Tom.", "Ich sah ihn.", "good"),                                # a false alarm
+        line("Four cats.", "Fünf Katzen.", None)]})                                # unlabelled
+    assert (got["flagged_wrong"], got["wrong"], got["flagged_good"], got["good"]) == (2, 3, 1, 2)
+    assert got["by_kind"] == {"number": {"good": 0, "wrong": 1}, "name": {"good": 1, "wrong": 1}}
+
+
+def test_translate_gives_doubt_the_line_its_pieces_without_eos_and_the_attention(
+        tmp_path, monkeypatch, capsys):
+    """The command line's doubt reads what the page's does: the typed line, its pieces
+    without EOS, and the encoder-decoder attention of the translation (one row for BOS and
+    each output token, one column for each source piece and EOS)."""
+    from transformer.model import Transformer
+    model = Transformer(toy_config(vocab_size=64, max_len=64)).eval()
+    monkeypatch.setattr(cli, "_load", lambda args: (model, WordTokenizer()))
+    seen = []
+    monkeypatch.setattr(cli, "doubt", lambda *a, **k: seen.append((a, k)))
+    source = tmp_path / "in.txt"
+    source.write_text("w5 w6 w7\nw8 w9\n", encoding="utf-8")
+    assert cli.main(["translate", "model.pt", "--input", str(source), "--beam", "1"]) in (None, 0)
+    capsys.readouterr()
+    assert [k["source"] for _, k in seen] == ["w5 w6 w7", "w8 w9"]
+    for (ids, _, _, pieces), k in seen:
+        assert k["source_pieces"] == [f"\u2581w{i}" for i in ids] and EOS not in ids
+        layers, heads, q_len, k_len = k["cross"]["dims"]
+        assert (layers, heads) == (model.cfg.n_decoder_layers, model.cfg.n_heads)
+        assert k_len == len(ids) + 1 and q_len == len(pieces) + 1

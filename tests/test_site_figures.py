@@ -40,6 +40,7 @@ DIAGRAM_JS = """() => Array.from(document.querySelectorAll('svg.book-diagram'), 
     return {svg: box(svg), texts: Array.from(svg.querySelectorAll('text'), (t) => [t.textContent, box(t)]),
             blocks: Array.from(svg.querySelectorAll('g.block'), (g) => ({
               rect: box(g.querySelector('rect')), texts: Array.from(g.querySelectorAll('text'), box),
+              labels: Array.from(g.querySelectorAll('text'), (t) => t.textContent),
               links: Array.from(g.querySelectorAll('a'), (a) => a.getAttribute('href'))}))};
   })"""
 
@@ -106,7 +107,20 @@ def test_figure_2_is_a_clean_diagram(path, blocks, viewport, open_page, site_dir
         html = (site_dir / "book" / name).read_text(encoding="utf-8")
         assert not anchor or f'id="{anchor}"' in html, section
         assert re.fullmatch(r"https://github\.com/\S+\.py#L\d+", source), source
+    # each label clear of its box's border, not only inside it (a file:line touched both)
+    tight = [(text, gap) for block in d["blocks"] for text, gap in _gaps(block) if gap < LABEL_GAP]
+    assert not tight, tight
     assert not opened.errors, opened.errors
+
+
+LABEL_GAP = 3          # px on the screen between a box's label and its border, at least
+
+
+def _gaps(block: dict) -> list[tuple[str, float]]:
+    """Each text of a drawn block (DIAGRAM_JS) and its smallest distance to the border."""
+    left, top, right, bottom = block["rect"]
+    return [(text, min(b[0] - left, b[1] - top, right - b[2], bottom - b[3]))
+            for text, b in zip(block["labels"], block["texts"])]
 
 
 AXES_JS = """async () => {

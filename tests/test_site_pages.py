@@ -7,6 +7,7 @@ Screenshots go to ``_build/screenshots/<test name>/`` and their paths are printe
 from __future__ import annotations
 
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -49,3 +50,44 @@ def test_the_redirect_page_has_the_books_icon(site_dir):
     text = (site_dir / "index.html").read_text()
     icon = re.search(r'<link rel="icon" href="([^"]+)"', text)
     assert icon and (site_dir / icon.group(1)).is_file(), text
+
+
+class _Links(HTMLParser):
+    """The links inside a page's article (the theme's own links, such as its issue link
+    whose body ends with a full stop, are not the book's): (href, text) each."""
+
+    def __init__(self):
+        super().__init__()
+        self.depth, self.open, self.links = 0, [], []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "article" or self.depth:
+            self.depth += tag == "article"
+        if tag == "a" and self.depth:
+            self.open.append([dict(attrs).get("href") or "", ""])
+
+    def handle_data(self, data):
+        for link in self.open:
+            link[1] += data
+
+    def handle_endtag(self, tag):
+        if tag == "a" and self.open:
+            self.links.append(tuple(self.open.pop()))
+        if tag == "article" and self.depth:
+            self.depth -= 1
+
+
+def test_no_link_takes_the_sentences_full_stop(site_dir):
+    """On every built page, no link's text or address ends with ".": a bare URL at the end
+    of a sentence (chapter 12's tensor2tensor) swallows the sentence's full stop, and the
+    address it opens does not exist."""
+    swallowed = []
+    for page in sorted(site_dir.rglob("*.html")):
+        if {"_static", "_sources"} & set(page.relative_to(site_dir).parts):
+            continue
+        parser = _Links()
+        parser.feed(page.read_text(encoding="utf-8", errors="replace"))
+        swallowed += [(page.relative_to(site_dir).as_posix(), href, text.strip())
+                      for href, text in parser.links
+                      if href.strip().endswith(".") or text.strip().endswith(".")]
+    assert not swallowed, swallowed

@@ -13,6 +13,7 @@ so the links work); plain Python, no plotly.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from html import escape
 from typing import Sequence
@@ -207,14 +208,16 @@ STACK = 5                     # px offset of each copy behind a box drawn h time
 class Box:
     """One operation of a flow: its ``name``; its ``kind`` (colour; see COLOURS and
     FLOW_COLOURS); ``page``, the book page (with an optional ``#anchor``) that explains
-    it; ``code``, its source as ``(file under transformer/, line)`` (see :func:`code_line`);
+    it; ``code``, its source as ``(file under transformer/, line, function)`` (see
+    :func:`code_line`; the box names the function, which a move of the code keeps, and
+    links the line);
     where it sits (``row`` from the bottom, ``col`` the column of its centre, ``span`` its
     width in columns); ``stacked``: drawn as h copies (one per head)."""
     key: str
     name: str
     kind: str
     page: str
-    code: tuple[str, int]
+    code: tuple[str, int, str]
     row: int
     col: float
     span: float = 1.0
@@ -225,10 +228,13 @@ FLOW_COLOURS = {"matmul": "#ddd4ef", "scale": "#f3f1b5", "mask": "#f9d3d3",
                 "softmax": "#cfe9cf", "concat": "#f3f1b5", "sdpa": "#d9cdf0"}
 
 
-def code_line(module: str, snippet: str) -> tuple[str, int]:
-    """``(file, line)`` of the one line of ``module`` (``"transformer.attention"``) that
-    contains ``snippet``; the file is relative to the package folder (``attention.py``).
-    Fails when the snippet is missing or not unique, so a figure cannot link a stale line."""
+def code_line(module: str, snippet: str) -> tuple[str, int, str]:
+    """``(file, line, function)`` of the one line of ``module`` (``"transformer.attention"``)
+    that contains ``snippet``: the file relative to the package folder (``attention.py``),
+    and the qualified name of the innermost function around it
+    (``MultiHeadAttention.forward``). Fails when the snippet is missing or not unique, so a
+    figure cannot link a stale line."""
+    import ast
     import importlib
     import inspect
     from pathlib import Path
@@ -240,11 +246,40 @@ def code_line(module: str, snippet: str) -> tuple[str, int]:
         raise ValueError(f"{snippet!r} is on {len(found)} lines of {module}, not exactly one")
     path = Path(inspect.getsourcefile(mod))
     package = Path(inspect.getsourcefile(importlib.import_module(module.split(".")[0]))).parent
-    return path.relative_to(package).as_posix(), found[0]
+    return path.relative_to(package).as_posix(), found[0], _function_at(ast.parse("\n".join(lines)), found[0])
+
+
+def _function_at(tree, line: int, outer: str = "") -> str:
+    """The qualified name of the innermost function (or class) of ``tree`` holding ``line``."""
+    import ast
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                and node.lineno <= line <= node.end_lineno:
+            return _function_at(node, line, f"{outer}{node.name}.")
+    return outer.rstrip(".")
+
+
+def wrap_name(name: str, width: float, size: float) -> list[str]:
+    """A Python name broken after its dots and underscores into lines each estimated at
+    most ``width`` px wide (``scaled_dot_product_`` / ``attention()``)."""
+    lines: list[str] = []
+    for part in re.findall(r"[^._]+[._]?|[._]", name):
+        if lines and text_width(lines[-1] + part, size) <= width:
+            lines[-1] += part
+        else:
+            lines.append(part)
+    return lines
+
+
+def _source_label(box: Box) -> list[str]:
+    """The lines naming a box's function: its own name (``forward()``), the class and the
+    file in the link's title."""
+    return wrap_name(box.code[2].rsplit(".", 1)[-1] + "()", _flow_box_width(box) - 2 * PAD, SMALL)
 
 
 def _flow_box_height(box: Box) -> float:
-    return 2 * PAD + LINE * len(wrap(box.name, _flow_box_width(box) - 2 * PAD, FONT)) + SMALL + 2
+    return (2 * PAD + LINE * len(wrap(box.name, _flow_box_width(box) - 2 * PAD, FONT))
+            + (SMALL + 3) * len(_source_label(box)))
 
 
 def _flow_box_width(box: Box) -> float:
@@ -298,9 +333,11 @@ def flow(boxes: Sequence[Box], edges: Sequence[tuple[str, str]], *, title: str,
         cx = x0 + w / 2
         names = "".join(_text(cx, y0 + PAD + FONT - 1 + LINE * k, line, fill=LINK)
                         for k, line in enumerate(lines))
-        file, line = b.code
-        src = _text(cx, y0 + PAD + LINE * len(lines) + SMALL - 2, f"{file}:{line}",
-                    size=SMALL, fill=MUTED, cls="source")
+        file, line, function = b.code
+        src = f"<title>{escape(f'transformer/{file}, {function}')}</title>" + "".join(
+            _text(cx, y0 + PAD + LINE * len(lines) + SMALL - 2 + (SMALL + 3) * k, part,
+                  size=SMALL, fill=MUTED, cls="source")
+            for k, part in enumerate(_source_label(b)))
         parts.append(
             f'<g class="block"><rect x="{x0:.1f}" y="{y0:.1f}" width="{w:.1f}" height="{h:.1f}" '
             f'rx="5" fill="{colour}" stroke="#444"/>'

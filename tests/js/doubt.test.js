@@ -1,11 +1,24 @@
-// The page's doubt (translator/doubt.js): tests/test_doubt.py runs the same cases through
-// the package's transformer.doubt and this file; here, the rule's thresholds.
+// The page's doubt (translator/doubt.js) on the cases of fixtures/doubt.json, which
+// tests/test_page_code.py also runs through the package's transformer.doubt (the same
+// notes, word for word); here each case's kind of note, and the rule's thresholds.
 import {test} from "node:test";
 import assert from "node:assert/strict";
+import {readFileSync} from "node:fs";
 import {doubt} from "../../book/_ext/static/translator/doubt.js";
 
-const UNK = 3;
+const fixture = JSON.parse(readFileSync(new URL("fixtures/doubt.json", import.meta.url)));
+const UNK = fixture.unk;
 const loop = (text, pieces) => /\(a loop\)/.test(doubt([5, 6], UNK, text, pieces) || "");
+
+for (const c of fixture.cases) {
+  test(`${c.note}: ${c.expect || "no note"}`, () => {
+    const o = c.options || {};
+    const note = doubt(c.ids, UNK, c.text, c.pieces,
+                       {source: o.source, sourcePieces: o.source_pieces, cross: o.cross});
+    if (c.expect === null) assert.equal(note, null);
+    else assert.ok(note && note.includes(fixture.kinds[c.expect]), note);
+  });
+}
 
 test("half the pieces unknown", () => {
   assert.match(doubt([UNK, 900], UNK, "Ein Hund."), /2 pieces/);
@@ -30,4 +43,13 @@ test("a sub-word piece three times inside a word", () => {
   assert.ok(!loop("Werbendenen", ["▁Wer", "b", "end", "end", "en"]));
   assert.ok(!loop("x y z", ["▁x", "▁y", "▁z"]));
   assert.ok(loop("hahaha", ["▁ha", "ha", "ha"]));
+});
+
+test("the number, the name and the unread word are named", () => {
+  const by = (note) => fixture.cases.find((c) => c.note === note);
+  const run = (c) => doubt(c.ids, UNK, c.text, c.pieces, {source: c.options.source,
+    sourcePieces: c.options.source_pieces, cross: c.options.cross});
+  assert.match(run(by("two hours became three")), /"two"/);
+  assert.match(run(by("a name dropped")), /"Mary"/);
+  assert.match(run(by("brother read by no head")), /"brother"/);
 });

@@ -76,6 +76,10 @@ BENCHMARKS = [
     ("book/model.py", "the book's model on each corpus's test split",
      "python -m benchmarks.book.model", "book_model",
      lambda r: "; ".join(f"{c} {t['beam4']['bleu']} BLEU" for c, t in r["test"].items())),
+    ("book/doubt_quality.py", "the doubt note on labelled held-out translations",
+     "python -m benchmarks.book.doubt_quality", "doubt",
+     lambda r: f"{r['flagged_wrong']}/{r['wrong']} wrong, "
+               f"{r['flagged_good']}/{r['good']} good flagged"),
     ("book/build.py", "`make book` from an empty run cache",
      "python -m benchmarks.book.build", "book_build",
      lambda r: f"{r['wall_s'] / 60:.1f} min ({r['precision']})"),

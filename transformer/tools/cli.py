@@ -38,7 +38,7 @@ from ..checkpoint import average_checkpoints, checkpoint_file, save_checkpoint, 
 from ..corpora import CORPORA, fetch
 from ..data import load_corpus
 from ..decoding import PAPER_SEARCH, check_search
-from ..doubt import doubt
+from ..doubt import cross_attention, doubt
 from ..translation import translate, translations
 from ..errors import ISSUES, InputError, UserError
 from ..evaluate import format_score, score
@@ -313,7 +313,11 @@ def cmd_translate(args):
                 sink.write(done.text + "\n")
                 written += 1
             reason = doubt(done.source, model.cfg.unk_id, done.text,
-                           [tokenizer.id_to_piece(i) for i in done.ids])
+                           [tokenizer.id_to_piece(i) for i in done.ids],
+                           source=lines[written - 1],
+                           source_pieces=[tokenizer.id_to_piece(i) for i in done.source],
+                           cross=cross_attention(model, done.source, done.ids)
+                           if done.source and done.ids else None)
             if reason:                     # on stderr: the output keeps one line per input
                 print(f"line {written}: the model is unsure: {reason}", file=sys.stderr)
         ctrl_c.holding = True              # all written: a Ctrl-C now changes nothing

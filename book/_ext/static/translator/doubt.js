@@ -1,9 +1,39 @@
 /* Why a translation should not be trusted, or null: transformer.doubt.doubt, the same rule
- * (tests/test_doubt.py runs both on the same cases). Half the source pieces unknown; a word
- * or a pair of words three times back to back, three or more words twice; a sub-word piece
- * or a pair of them three times back to back inside one word. */
+ * (tests/test_page_code.py runs both on tests/js/fixtures/doubt.json's cases, and
+ * tests/js/doubt.test.js reads them too); its docstring states it. The first of: half the
+ * source pieces unknown; a word or a pair of words three times back to back, three or more
+ * words twice; a sub-word piece or a pair of them three times back to back inside one
+ * word; a number of the source missing or changed; a name of the source missing; a source
+ * word of four letters or more that no encoder-decoder head read (coverage). */
 const WORD_START = "\u2581";
-const EDGES = /^[.,;:!?"'«»„“”]+|[.,;:!?"'«»„“”]+$/g;
+const PUNCTUATION = ".,;:!?\"'«»„“”";
+const strip = (w) => {
+  let a = 0, b = w.length;
+  while (a < b && PUNCTUATION.includes(w[a])) a++;
+  while (b > a && PUNCTUATION.includes(w[b - 1])) b--;
+  return w.slice(a, b);
+};
+
+// number words and their values (see transformer/doubt.py: English "one" is no number)
+const table = (words, more) => Object.assign(
+  Object.fromEntries(words.split(" ").map((w, i) => [w, i]).filter(([w]) => w !== "_")), more);
+const ENGLISH_NUMBERS = table(
+  "zero _ two three four five six seven eight nine ten eleven twelve thirteen fourteen " +
+  "fifteen sixteen seventeen eighteen nineteen",
+  {twenty: 20, thirty: 30, forty: 40, fifty: 50, sixty: 60, seventy: 70, eighty: 80,
+   ninety: 90, hundred: 100, thousand: 1000});
+const GERMAN_NUMBERS = table(
+  "null eins zwei drei vier fünf sechs sieben acht neun zehn elf zwölf dreizehn vierzehn " +
+  "fünfzehn sechzehn siebzehn achtzehn neunzehn",
+  {zwanzig: 20, "dreißig": 30, vierzig: 40, "fünfzig": 50, sechzig: 60, siebzig: 70,
+   achtzig: 80, neunzig: 90, hundert: 100, tausend: 1000, zwo: 2, beiden: 2,
+   ein: 1, eine: 1, einen: 1, einem: 1, einer: 1, eines: 1});
+// capitalised words that are no names: German writes them otherwise
+const NOT_NAMES = new Set(("Monday Tuesday Wednesday Thursday Friday Saturday Sunday January " +
+  "February March April May June July August September October November December English " +
+  "French German Spanish Italian Japanese Chinese Russian").split(" "));
+export const COVERED = 0.3;          // the weight one head gives a word at one step to be read
+const SHORTEST_COVERED = 4;          // letters: shorter words may go untranslated
 
 /* The first run of n <= longest items repeated back to back (an item or a pair three
  * times, three or more items twice), or null. */
@@ -22,13 +52,78 @@ function loop(items, longest) {
   return null;
 }
 
-export function doubt(sourceIds, unk, text, pieces = []) {
+const words = (text) => text.split(/\s+/).map(strip).filter((w) => w);
+const isLetter = (c) => /^\p{L}$/u.test(c);          // str.isalpha
+
+/* (word, value) of each run of digits and each number word of `numbers` in text (with
+ * `prefix`, a word that begins with a number word, the longest, counts as it too). */
+export function numbers(text, numbers, prefix = false) {
+  const found = [];
+  for (const word of words(text)) {
+    for (const digits of word.match(/[0-9]+/g) || []) found.push([digits, Number(digits)]);
+    for (const part of word.toLowerCase().split(/-|und(?=[\p{L}\p{N}_])/u)) {
+      if (Object.hasOwn(numbers, part)) {
+        found.push([word, numbers[part]]);
+      } else if (prefix) {
+        const starts = Object.keys(numbers).filter((w) => part.startsWith(w));
+        if (starts.length) {
+          const longest = starts.reduce((a, b) => (b.length > a.length ? b : a));
+          found.push([word, numbers[longest]]);
+        }
+      }
+    }
+  }
+  return found;
+}
+
+/* The source's capitalised words inside a sentence (not its first word, nor "I"). */
+function names(source) {
+  const found = [];
+  let first = true;
+  for (const raw of source.split(/\s+/).filter((w) => w)) {
+    let word = strip(raw);
+    if (word.endsWith("'s") || word.endsWith("’s")) word = word.slice(0, -2);
+    if (word && !first && /^\p{Lu}/u.test(word) && [...word].every(isLetter) &&
+        word !== "I" && !NOT_NAMES.has(word.replace(/s+$/, ""))) found.push(word);
+    first = /[.!?:]$/.test(raw.replace(/["'»“”)]+$/, "")) || (first && !word);
+  }
+  return found;
+}
+
+/* The first source word of SHORTEST_COVERED letters or more that no encoder-decoder head
+ * gave COVERED of its weight at any step; cross: {dims: [layers, heads, q, k], data}. */
+function unread(sourcePieces, cross) {
+  const [L, H, Q, K] = cross.dims, data = cross.data, n = sourcePieces.length;
+  const best = new Array(n).fill(0);
+  for (let block = 0; block < L * H; block++) {
+    for (let q = 0; q < Q; q++) {
+      const row = (block * Q + q) * K;
+      for (let k = 0; k < Math.min(K, n); k++) best[k] = Math.max(best[k], data[row + k]);
+    }
+  }
+  let word = "", weight = 0;
+  const pieces = sourcePieces.concat([WORD_START]);
+  for (let k = 0; k < pieces.length; k++) {
+    if (pieces[k].startsWith(WORD_START) || k === n) {
+      const letters = [...word].filter(isLetter).length;
+      if (letters >= SHORTEST_COVERED && weight < COVERED) return word;
+      word = ""; weight = 0;
+    }
+    if (k < n) {
+      word += pieces[k].replace(/^\u2581+/, "");
+      weight = Math.max(weight, best[k]);
+    }
+  }
+  return null;
+}
+
+export function doubt(sourceIds, unk, text, pieces = [], {source = "", sourcePieces = [], cross = null} = {}) {
   const unknown = sourceIds.filter((i) => i === unk).length;
   if (sourceIds.length && 2 * unknown >= sourceIds.length) {
     return `most of the input is unknown to the model (${unknown} of ${sourceIds.length} pieces)`;
   }
-  const words = text.split(/\s+/).filter((w) => w).map((w) => w.replace(EDGES, ""));
-  const gram = loop(words, words.length);
+  const said = words(text);
+  const gram = loop(said, said.length);
   if (gram) return `the translation repeats "${gram.join(" ")}" (a loop)`;
   let word = [];
   for (const piece of pieces.concat([WORD_START])) {
@@ -41,6 +136,22 @@ export function doubt(sourceIds, unk, text, pieces = []) {
       word = [];
     }
     word.push(piece);
+  }
+  const found = new Set(numbers(text, GERMAN_NUMBERS, true).map(([, v]) => v));
+  for (const [name, value] of numbers(source, ENGLISH_NUMBERS)) {
+    if (!found.has(value)) {
+      return `the source's "${name}" is not in the translation (a number dropped or changed)`;
+    }
+  }
+  const lower = said.map((w) => w.toLowerCase());
+  for (const name of names(source)) {
+    if (!lower.some((w) => w.includes(name.slice(0, 3).toLowerCase()))) {
+      return `the name "${name}" is not in the translation (dropped or changed)`;
+    }
+  }
+  if (cross && sourcePieces.length) {
+    const missed = unread(sourcePieces, cross);
+    if (missed) return `no attention head read "${missed}" (a word dropped?)`;
   }
   return null;
 }

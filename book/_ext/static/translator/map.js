@@ -8,6 +8,10 @@
  * (tests/js/map.test.js), `measure(texts, size)` given by the caller. */
 
 export const MAX_LABELS = 40;           // tick labels per axis drawn at once
+// plotly's toolbar (its modebar: 24 px buttons 2 px under the figure's top right, shown
+// once the figure is hovered or tapped). The title starts under it: on a phone the title
+// is broken into lines as wide as the screen, and its first line lay under the buttons.
+export const TOOLBAR = 28;
 
 // recorder part, name, query side, key side (as transformer_book.viz)
 export const KINDS = [
@@ -49,8 +53,8 @@ export function axisTitle(text, ticks) {
   return ticks.stride > 1 ? `${text} (1 in ${ticks.stride} labelled)` : text;
 }
 
-/* Margins, height and how many labels fit on each axis, for a map of names xs by ys drawn
-   `width` px wide (narrow: the phone's layout). */
+/* Margins, the title's pad, height and how many labels fit on each axis, for a map of
+   names xs by ys drawn `width` px wide (narrow: the phone's layout). */
 export function mapFrame(xs, ys, width, narrow, measure) {
   const tick = narrow ? 9 : 11, titleSize = narrow ? 12 : 14;
   // rows of 13 px while every token is labelled; a longer map stays within the screen
@@ -58,9 +62,11 @@ export function mapFrame(xs, ys, width, narrow, measure) {
   // x labels at -60 degrees take 1.4 font sizes each; margins from the widest label
   const yLabels = measure(ys, tick) + (narrow ? 4 : 6);
   const xLabels = measure(xs, tick) * Math.sin(Math.PI / 3) + tick;
-  const margin = {t: 84, l: Math.ceil(yLabels + 1.3 * titleSize + 2), r: narrow ? 2 : 110,
+  // the title's pad above its first line's baseline: the toolbar's row and the line's height
+  const titlePad = narrow ? TOOLBAR + 20 : 34;
+  const margin = {t: 50 + titlePad, l: Math.ceil(yLabels + 1.3 * titleSize + 2), r: narrow ? 2 : 110,
                   b: Math.ceil(xLabels + 2.2 * titleSize)};
   const fit = {x: (width - margin.l - margin.r) / (1.4 * tick),
                y: (height - margin.t - margin.b - (narrow ? 100 : 0)) / (1.3 * tick)};
-  return {tick, titleSize, height, margin, fit};
+  return {tick, titleSize, titlePad, height, margin, fit};
 }

@@ -156,17 +156,25 @@ export class BrowserModel {
   }
 
   /* Greedy and beam translations of text, with their times in ms and what doubt says of
-     each; onStep(search, ids) after each decoder step. */
+     each (its source without EOS, and the encoder-decoder attention of one pass over the
+     translation: the coverage of the source), and `maps`, each translation's attention
+     maps (attention()); onStep(search, ids) after each decoder step. */
   async translate(text, onStep = async () => {}) {
     const src = this.sourceIds(text);
-    const result = {source: src};
+    const source = src.slice(0, -1);                      // the pieces the reader typed
+    const result = {source: src, maps: {}};
     const searches = {greedy, beam};
     for (const name of ["greedy", "beam"]) {
       const start = performance.now();
       const ids = await searches[name](this, src, (got) => onStep(name, got));
       const shown = this.detokenize(ids);
-      result[name] = {ids, text: shown, ms: performance.now() - start,
-                      doubt: doubt(src.slice(0, -1), this.ids.unk, shown, ids.map((i) => this.piece(i)))};
+      const ms = performance.now() - start;
+      const maps = await this.attention(src, ids);
+      result.maps[name] = maps;
+      result[name] = {ids, text: shown, ms,
+                      doubt: doubt(source, this.ids.unk, shown, ids.map((i) => this.piece(i)),
+                                   {source: text, sourcePieces: source.map((i) => this.piece(i)),
+                                    cross: maps.maps["decoder.cross"]})};
     }
     return result;
   }

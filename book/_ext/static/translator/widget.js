@@ -239,7 +239,7 @@ export class TranslatorWidget {
     this.sliderLabel.textContent = `layer ${layer + 1}, head ${head + 1}`;
     const width = this.plotBox.clientWidth || this.root.clientWidth;
     const narrow = isNarrow(width);
-    const {tick, titleSize, height, margin, fit} = mapFrame(xs, ys, width, narrow, textWidth);
+    const {tick, titleSize, titlePad, height, margin, fit} = mapFrame(xs, ys, width, narrow, textWidth);
     this.fit = fit;
     const trace = {type: "heatmap", z, x: xs, y: ys, zmin: 0, zmax: 1, colorscale: "Viridis",
                    colorbar: {title: {text: "attention weight"}, tickmode: "array",
@@ -248,10 +248,10 @@ export class TranslatorWidget {
     const xticks = tickLabels(xs, 0, xs.length - 1, fit.x);
     const yticks = tickLabels(ys, 0, ys.length - 1, fit.y);
     let layout = {
-      // the title below the toolbar's row (plotly's modebar, top right), left-aligned
+      // the title below the toolbar's row (plotly's modebar, top right; map.js), left-aligned
       title: {text: `Your sentence: ${name}, layer ${layer + 1}, head ${head + 1}`, font: {size: 16},
               x: 0, xanchor: "left", xref: "container", y: 1, yanchor: "top", yref: "container",
-              pad: {t: 34, l: narrow ? 4 : 10}},
+              pad: {t: titlePad, l: narrow ? 4 : 10}},
       xaxis: Object.assign({title: {text: axisTitle(titles.x, xticks), font: {size: titleSize}},
                             tickangle: -60, type: "category", automargin: false,
                             tickfont: {size: tick}}, axisTicks(xticks)),

@@ -26,7 +26,7 @@ function post(id, type, body = {}, transfer = []) {
 
 async function translate(id, text) {
   let lastPost = 0;
-  const result = await model.translate(text, async (search, ids) => {
+  const {maps, ...result} = await model.translate(text, async (search, ids) => {
     await nextTask();
     if (id !== latest) throw new Cancelled();
     const now = performance.now();
@@ -36,14 +36,10 @@ async function translate(id, text) {
     }
   });
   post(id, "progress", {result});
-  const maps = {};
-  const transfer = [];
-  for (const name of ["beam", "greedy"]) {
-    await nextTask();
-    if (id !== latest) throw new Cancelled();
-    maps[name] = await model.attention(result.source, result[name].ids);
-    for (const m of Object.values(maps[name].maps)) transfer.push(m.data.buffer);
-  }
+  await nextTask();
+  if (id !== latest) throw new Cancelled();
+  // the maps session.js computed for doubt's coverage, moved (not copied) to the page
+  const transfer = Object.values(maps).flatMap((m) => Object.values(m.maps).map((t) => t.data.buffer));
   post(id, "done", {result, maps}, transfer);
 }
 

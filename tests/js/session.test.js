@@ -1,0 +1,66 @@
+// translator/session.js's translate, on a stand-in for the ONNX sessions: what the page
+// hands doubt.js. The source ids end with EOS (the model reads it); the doubt note is
+// about the pieces the reader typed, so it is given the source without EOS, the typed
+// text and the encoder-decoder attention of the translation.
+import {test} from "node:test";
+import assert from "node:assert/strict";
+import {BrowserModel} from "../../book/_ext/static/translator/session.js";
+
+// the words, and what BPE merges on the way to each (its letters, then "▁t", "▁tw", ...)
+const WORDS = ["▁two", "▁hours", "▁drei", "▁zwei", "▁Stunden"];
+const PIECES = [...new Set(["<pad>", "<s>", "</s>", "<unk>", "▁"].concat(
+  WORDS.flatMap((w) => [...w]), WORDS.flatMap((w) => [...w].map((_, i) => w.slice(0, i + 1)))))];
+const ID = Object.fromEntries(PIECES.map((p, i) => [p, i]));
+
+/* A BrowserModel whose sessions are stand-ins: its search outputs `out` then EOS, and
+   each decoder row attends to every source position alike. */
+function standIn(out) {
+  const manifest = {
+    config: {max_len: 32, tgt_vocab_size: PIECES.length, n_heads: 1},
+    special_ids: {pad: 0, bos: 1, eos: 2, unk: 3},
+    decoding: {beam_size: 2, alpha: 0.6, max_extra: 5},
+    vocabulary: PIECES, scores: PIECES.map((p) => p.length),   // longer merges first
+  };
+  const model = new BrowserModel(manifest, null, null, 0, false);
+  model.encode = async (src) => src;
+  model.step = async (prefixes) => Float32Array.from(prefixes.flatMap((p) => PIECES.map((_, v) =>
+    (v === (p.length - 1 < out.length ? out[p.length - 1] : ID["</s>"]) ? 10 : -10))));
+  model.attention = async (src, ids) => {
+    const Q = ids.length + 1, K = src.length;
+    return {maps: {"decoder.cross": {dims: [1, 1, Q, K], data: new Float32Array(Q * K).fill(1 / K)}},
+            source: src.map((i) => PIECES[i]), target: [PIECES[1]].concat(ids.map((i) => PIECES[i]))};
+  };
+  return model;
+}
+
+test("the doubt note counts the typed pieces, not the source's EOS", async () => {
+  // "☃" is two pieces, "▁" and <unk>: half of them unknown (a third, with EOS counted)
+  const result = await standIn([ID["▁zwei"]]).translate("☃");
+  assert.deepEqual(result.source, [ID["▁"], ID["<unk>"], ID["</s>"]]);   // the model reads EOS
+  for (const name of ["greedy", "beam"]) {
+    assert.match(result[name].doubt || "", /unknown to the model \(1 of 2 pieces\)/, name);
+  }
+});
+
+test("the doubt note reads the typed text: a number changed is named", async () => {
+  const result = await standIn([ID["▁drei"], ID["▁Stunden"]]).translate("two hours");
+  assert.equal(result.greedy.text, "drei Stunden");
+  assert.match(result.greedy.doubt || "", /"two" is not in the translation/);
+  const kept = await standIn([ID["▁zwei"], ID["▁Stunden"]]).translate("two hours");
+  assert.equal(kept.greedy.doubt, null);
+});
+
+test("the doubt note reads the translation's encoder-decoder attention", async () => {
+  const model = standIn([ID["▁zwei"], ID["▁Stunden"]]);
+  const uniform = model.attention;
+  model.attention = async (src, ids) => {          // all weight on EOS: no word is read
+    const maps = await uniform(src, ids);
+    const cross = maps.maps["decoder.cross"], [, , Q, K] = cross.dims;
+    cross.data.fill(0);
+    for (let q = 0; q < Q; q++) cross.data[q * K + K - 1] = 1;
+    return maps;
+  };
+  const result = await model.translate("two hours");
+  assert.match(result.greedy.doubt || "", /no attention head read "hours"/);
+  assert.ok(result.maps.greedy.maps["decoder.cross"], "the maps go to the page too");
+});
