@@ -61,7 +61,7 @@ from transformer.provenance import cpu_name
 from transformer.tokenizer import Tokenizer
 from transformer.training.loop import Trainer
 from transformer.training.optimizers import make_optimizer
-from transformer.training.precision import resolve_precision
+from transformer.training.precision import BF16_INSTRUCTIONS, cpu_flags, resolve_precision
 from transformer.training.recipes import recipe
 from transformer_book.timing import Stopwatch
 
@@ -235,6 +235,7 @@ def main(argv=None):
          "by torch.profiler into parts (forward and backward by kind of work, Adam, Muon, "
          "data and batching, other): seconds per update and each part's share",
          {"recipe": RECIPE, "auto_precision": resolve_precision("auto", torch.device("cpu")),
+          "cpu_bf16_instructions": sorted(set(BF16_INSTRUCTIONS) & (cpu_flags() or set())),
           "parts": PARTS, "precisions": runs},
          threads=torch.get_num_threads())
     return 0
