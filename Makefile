@@ -109,7 +109,7 @@ train-tiny: setup
 	$(PY) -m transformer evaluate $(TINY_RUN)/average.pt --corpus multi30k-en-de --split test --beam 1
 
 # The book's trained model is cached by a key of its configuration, the package source
-# and the data (book/transformer_book/runs.py); this forces a retrain.
+# and the data (transformer/training/cache.py); this forces a retrain.
 clean-cache:
 	rm -rf $${TRANSFORMER_CACHE:-$$HOME/.cache/transformer/runs}
 

@@ -9,8 +9,11 @@
 
 Run each from the repository root as a module, e.g. ``python -m
 benchmarks.cpu.train_throughput --help``; ``--record PATH`` writes its result record
-(:mod:`benchmarks.record`). Timing goes through the book's timing helpers
-(``transformer_book.timing``). ``benchmarks/README.md`` lists them with their records.
+(:mod:`benchmarks.record`). Timing goes through the package's timing harness
+(:mod:`transformer.measuring.timing`), and each script has its row in
+``transformer.measuring.registry.BENCHMARKS``, which makes its row in
+``benchmarks/README.md``. None imports the book's helpers (``book/transformer_book/``) but
+the capstone's, which measures the page's own run (``tests/test_imports.py``).
 """
 from pathlib import Path
 

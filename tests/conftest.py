@@ -121,9 +121,9 @@ def shared_data() -> Path:
 def records_host(tmp_path, monkeypatch):
     """A machine without a checkout (Colab, a pip install): no ``book/results``, a new
     ``HOME``, and the committed records served by a local stand-in for the repository's
-    host (tests/record_host.py), which ``transformer_book.records`` fetches them from."""
+    host (tests/record_host.py), which ``transformer.measuring.records`` fetches them from."""
     from record_host import RecordHost
-    from transformer_book import records
+    from transformer.measuring import records
     host = RecordHost(records.RESULTS)
     monkeypatch.setattr(records, "RESULTS", tmp_path / "no-checkout")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))

@@ -57,11 +57,7 @@ def exported_fp32(site_dir):
 
 def _checkpoint(site_dir):
     manifest = json.loads((site_dir / "_static" / "model" / "manifest.json").read_text())
-    sys.path.insert(0, str(REPO / "book"))
-    try:
-        from transformer_book.runs import cache_root
-    finally:
-        sys.path.pop(0)
+    from transformer.training.cache import cache_root
     checkpoint = cache_root() / manifest["source"]
     assert checkpoint.is_file(), f"the site's model {checkpoint} is not in the run cache"
     model, tokenizer = load_model(checkpoint)

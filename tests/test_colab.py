@@ -32,7 +32,7 @@ once; ``make test-colab`` every chapter (``COLAB_CHAPTERS=all``), which takes fa
 than the rest of ``make test``. As on Colab there is no ``$TRANSFORMER_DATA`` and ``HOME``
 is a new folder: a chapter that reads a corpus fetches it on first use, Multi30k from the
 local host that stands in for its repository (tests/corpus_host.py), Tatoeba from the
-installed package; the result records that a chapter reads (``transformer_book.records``)
+installed package; the result records that a chapter reads (``transformer.measuring.records``)
 come from the repository, here a local host serving the bare clone's committed
 ``book/results`` (tests/record_host.py). Without a Python 3.13 the rehearsal is skipped, except under CI (``CI``
 set), where it fails.

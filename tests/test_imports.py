@@ -1,13 +1,31 @@
 """The package's modules import each other without a circle (imports inside functions
-counted): a module can be read, and loaded, after the ones it names. Loading a model
-imports no trainer, and the package never imports the book's helpers."""
+counted): a module can be read, and loaded, after the ones it names; and no module imports
+a layer above its own (:data:`LAYERS`). Loading a model imports no trainer. The package,
+the benchmarks and this file never import the book's helpers (``book/transformer_book/``):
+imports run book -> package <- benchmarks, the measuring system (``transformer.measuring``)
+being the package's."""
+import ast
 import subprocess
 import sys
 from pathlib import Path
 
-from transformer_book.runs import PACKAGE, module_file, module_imports
+from transformer.measuring.imports import PACKAGE, module_file, module_imports
 
 REPO = Path(__file__).resolve().parents[1]
+BOOK = "transformer_book"
+
+# The package's layers, lowest first; a module imports its own layer and lower ones. The
+# model: the plain modules at the top of transformer/ (the paper's sections and what uses
+# a trained model), its fast form and the corpora; the measuring system (timing, records,
+# tables; the import graph); training; what stands on training (the command line and its
+# tools, the learner's exercises). The package itself and ``__main__`` are entry points.
+LAYERS = [("model", None), ("measuring", {"measuring"}), ("training", {"training"}),
+          ("tools", {"tools", "your_turn"})]
+ENTRY_POINTS = {"transformer", "transformer.__main__"}
+
+# The one benchmark that measures a page's own run, whose settings' one home is the book:
+# the capstone's (``transformer_book.capstone.SETTINGS``). No other arrow into the book.
+MEASURES_THE_BOOK = {"benchmarks/book/capstone.py": {"transformer_book.capstone"}}
 
 
 def modules() -> dict[str, set[str]]:
@@ -52,6 +70,65 @@ def test_the_finder_sees_imports_inside_functions_and_relative_ones():
     assert "transformer.training.muon" in graph["transformer.training.optimizers"]
     assert "transformer.corpora" in graph["transformer.data"]
     assert cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+
+
+def layer(module: str) -> int:
+    """The index in :data:`LAYERS` of ``module``'s layer."""
+    sub = module.split(".")[1] if "." in module else ""
+    return next((i for i, (_, subs) in enumerate(LAYERS) if subs and sub in subs), 0)
+
+
+def upward(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """The imports of ``graph`` from a layer to a higher one, entry points left out."""
+    return sorted((a, b) for a, names in graph.items() if a not in ENTRY_POINTS
+                  for b in names if layer(b) > layer(a))
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    assert layer("transformer.cpu") == 0 and layer("transformer.training.precision") == 2
+    assert upward({"transformer.provenance": {"transformer.training.precision"}}) == [
+        ("transformer.provenance", "transformer.training.precision")]      # the old arrow
+    graph = modules()
+    assert {layer(m) for m in graph} == set(range(len(LAYERS)))      # every layer is there
+    found = upward(graph)
+    assert not found, "imports from a lower layer to a higher one: " + ", ".join(
+        f"{a} -> {b}" for a, b in found)
+
+
+def test_the_cpu_flags_sit_below_both_their_readers():
+    """The bf16 instructions are named once, in the package's lowest module, which both
+    provenance and the trainer's precision read; provenance imports no training."""
+    graph = modules()
+    assert graph["transformer.cpu"] == set()
+    assert "transformer.cpu" in graph["transformer.provenance"]
+    assert "transformer.cpu" in graph["transformer.training.precision"]
+    assert not any(m.startswith("transformer.training") for m in graph["transformer.provenance"])
+
+
+def book_imports(source: str) -> set[str]:
+    """The modules of the book's helpers that ``source`` imports, at any depth."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        names = ([alias.name for alias in node.names] if isinstance(node, ast.Import) else
+                 [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level
+                 else [])
+        found.update(n for n in names if n.split(".")[0] == BOOK)
+    return found
+
+
+def test_the_benchmarks_and_this_file_never_import_the_book_helpers():
+    """Benchmarks time with ``transformer.measuring.timing``, list themselves in
+    ``transformer.measuring.registry`` and take the book's run from
+    ``transformer.training.cache``; only :data:`MEASURES_THE_BOOK` reads a page's own run."""
+    planted = "import torch\n\ndef main():\n    from transformer_book.timing import Stopwatch\n"
+    assert book_imports(planted) == {"transformer_book.timing"}
+    assert book_imports("import transformer_book, transformer.measuring.timing") == {BOOK}
+    files = sorted((REPO / "benchmarks").rglob("*.py")) + [Path(__file__)]
+    arrows = {f.relative_to(REPO).as_posix(): book_imports(f.read_text(encoding="utf-8"))
+              for f in files}
+    arrows = {name: found for name, found in arrows.items() if found}
+    assert arrows == MEASURES_THE_BOOK, arrows
+    assert not (REPO / "book" / BOOK / "timing.py").exists()   # the timers are the package's
 
 
 def test_no_module_of_the_package_imports_itself_through_others():

@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from transformer_book import records, registry, results
+from transformer.measuring import blocks, records, registry, tables
+from transformer_book import book_tables
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 
 
-@pytest.mark.parametrize("name", results.QUOTED)
+@pytest.mark.parametrize("name", tables.QUOTED)
 def test_quoted_records_exist_with_provenance(name):
     record = records.load(name)                       # raises if missing or incomplete
     assert records.provenance_text(record)
@@ -62,7 +63,7 @@ def test_without_a_checkout_a_record_is_fetched_once_from_the_repository(records
     assert records.load("table3") == committed and records.exists("table3")
     assert records_host.requests == ["/book/results/table3.json"]        # then the cache
     assert (records.cache_dir() / "table3.json").is_file()
-    assert results.norm_and_warmup_table().data.count("|") > 10          # chapter 7's table
+    assert book_tables.norm_and_warmup_table().data.count("|") > 10          # chapter 7's table
 
 
 def test_a_record_the_repository_lacks_is_missing_not_an_error(records_host):
@@ -106,11 +107,12 @@ def test_the_records_come_from_the_configured_repository(monkeypatch):
 
 
 def test_the_generated_blocks_match_the_records():
-    """`python -m transformer_book.results` leaves README.md and benchmarks/README.md as
+    """`python -m transformer.measuring.blocks` leaves README.md and benchmarks/README.md as
     committed; run it after changing a record."""
-    for rel, blocks in results.BLOCKS.items():
+    for rel, made in blocks.BLOCKS.items():
         text = (REPO / rel).read_text()
-        assert results.render(text, blocks) == text, f"{rel}: run python -m transformer_book.results"
+        assert blocks.render(text, made) == text, \
+            f"{rel}: run python -m transformer.measuring.blocks"
 
 
 def test_a_changed_record_changes_the_generated_docs(tmp_path, monkeypatch):
@@ -121,7 +123,7 @@ def test_a_changed_record_changes_the_generated_docs(tmp_path, monkeypatch):
     (tmp_path / "tiny_recipe.json").write_text(json.dumps(tiny))
     monkeypatch.setattr(records, "RESULTS", tmp_path)
     text = README.read_text()
-    new = results.render(text, results.BLOCKS["README.md"])
+    new = blocks.render(text, blocks.BLOCKS["README.md"])
     assert new != text and "**12.3 BLEU**" in new
 
 
@@ -150,7 +152,7 @@ def test_the_results_page_renders_every_quoted_record():
     page = json.loads((REPO / "book" / "appendix_results.ipynb").read_text())
     code = "\n".join("".join(c["source"]) for c in page["cells"] if c["cell_type"] == "code")
     shown = set(re.findall(r'"([a-z0-9_]+)"', code))
-    assert set(results.QUOTED) <= shown, set(results.QUOTED) - shown
+    assert set(tables.QUOTED) <= shown, set(tables.QUOTED) - shown
 
 
 @pytest.mark.parametrize("module, name, args", [
@@ -179,7 +181,7 @@ def test_a_benchmark_writes_a_record_the_docs_render(module, name, args, tmp_pat
         if other.name != path.name:
             (tmp_path / other.name).write_text(other.read_text())
     monkeypatch.setattr(records, "RESULTS", tmp_path)
-    assert results.speedups() and results.benchmarks()
+    assert tables.speedups() and tables.benchmarks()
 
 
 def test_a_record_names_a_dirty_tree_anywhere_but_in_the_records(tmp_path, monkeypatch):

@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import pytest
 
 from transformer.tools import ablation
+from transformer.measuring import records
 from transformer_book import table3
-from transformer_book import records
 
 
 def change(bleu=2.0, bleu_err=0.5, ppl=1.0, paper_bleu=-1.0):

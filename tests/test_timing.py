@@ -1,4 +1,4 @@
-"""transformer_book.timing, the one timing harness of the chapters and the benchmarks:
+"""transformer.measuring.timing, the one timing harness of the chapters and the benchmarks:
 the Stopwatch times its block (and a GPU's work in it, not an earlier block's), the
 median skips its warm-up calls, the best times every call.
 
@@ -10,8 +10,8 @@ import types
 import pytest
 import torch
 
-from transformer_book import timing
-from transformer_book.timing import Stopwatch, best_seconds, call_seconds, median_seconds
+from transformer.measuring import timing
+from transformer.measuring.timing import Stopwatch, best_seconds, call_seconds, median_seconds
 
 
 class Clock:

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from .output import write_output
-from .training.precision import BF16_INSTRUCTIONS
+from .cpu import BF16_INSTRUCTIONS
 
 __all__ = ["cpu_name", "git_commit", "provenance", "record_text", "this_command", "write_record"]
 

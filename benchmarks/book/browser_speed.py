@@ -43,7 +43,7 @@ from pathlib import Path
 from benchmarks import REPO
 from benchmarks.book import Frames, Served, sphinx_extension
 from benchmarks.record import add_option
-from transformer_book.timing import Stopwatch
+from transformer.measuring.timing import Stopwatch
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8">
 <link rel="stylesheet" href="../_static/{style}">
@@ -252,8 +252,9 @@ def main():
     weights = args.weights or page_build().PAGE_WEIGHTS
     checkpoint = args.checkpoint
     if checkpoint is None:
-        from transformer_book.runs import book_run_config, cached_run
-        checkpoint = cached_run(book_run_config()) / "average.pt"
+        from transformer.training.cache import cached_run
+        from transformer.training.recipes import recipe
+        checkpoint = cached_run(recipe("book")) / "average.pt"     # the book's run
     sentence = fifteen_word_sentence()
     with tempfile.TemporaryDirectory() as tmp:
         files = stage(checkpoint, Path(tmp), weights, args.code_from)

@@ -24,7 +24,7 @@ from pathlib import Path
 from benchmarks import REPO
 from benchmarks.book.model import run_summary      # the run's settings and length
 from benchmarks.record import add_option
-from transformer_book.timing import Stopwatch
+from transformer.measuring.timing import Stopwatch
 
 
 def main(argv=None):
@@ -51,7 +51,7 @@ def main(argv=None):
         if "updates" not in summary:
             raise SystemExit(f"{runs[0]}: the trained run has no final metrics record")
         if args.keep:
-            from transformer_book.runs import cache_root
+            from transformer.training.cache import cache_root
             kept = cache_root() / runs[0].name
             if kept.exists():
                 raise SystemExit(f"--keep: {kept} exists; remove it or run without --keep")

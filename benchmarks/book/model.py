@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 
 from benchmarks.record import add_option, save
-from transformer_book.timing import Stopwatch
+from transformer.measuring.timing import Stopwatch
 
 
 def run_summary(folder: Path) -> dict:
@@ -70,8 +70,9 @@ def main(argv=None):
     if args.checkpoint:
         checkpoint = Path(args.checkpoint)
     else:
-        from transformer_book.runs import book_run_config, cached_run
-        checkpoint = cached_run(book_run_config()) / "average.pt"
+        from transformer.training.cache import cached_run
+        from transformer.training.recipes import recipe
+        checkpoint = cached_run(recipe("book")) / "average.pt"     # the book's run
     summary = run_summary(checkpoint.parent)
     corpora = args.corpora or part_names(summary["settings"]["corpus"])
     model, tokenizer = load_model(checkpoint)

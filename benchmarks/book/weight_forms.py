@@ -109,8 +109,9 @@ def main():
     torch.set_num_threads(args.threads)
     checkpoint = args.checkpoint
     if checkpoint is None:
-        from transformer_book.runs import book_run_config, cached_run
-        checkpoint = cached_run(book_run_config()) / "average.pt"
+        from transformer.training.cache import cached_run
+        from transformer.training.recipes import recipe
+        checkpoint = cached_run(recipe("book")) / "average.pt"     # the book's run
     model, tokenizer = load_model(checkpoint)
     body = compare_forms(model, tokenizer, forms=args.forms,
                          agreement_sentences=args.sentences, bleu_sentences=args.bleu_sentences)

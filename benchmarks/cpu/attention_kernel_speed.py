@@ -33,7 +33,7 @@ import transformer.training.loop as loop_module
 from benchmarks.cpu.trainer import recipe_trainer
 from benchmarks.record import add_option, save
 from transformer.training.precision import cpu_has_native_bf16
-from transformer_book.timing import Stopwatch, median_seconds
+from transformer.measuring.timing import Stopwatch, median_seconds
 
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "math": SDPBackend.MATH}
 TRAINER_AUTOCAST = loop_module.autocast        # mixed precision + the math kernel

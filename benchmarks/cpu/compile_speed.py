@@ -21,7 +21,7 @@ from benchmarks.cpu.trainer import recipe_trainer
 from benchmarks.record import add_option, save
 from transformer.fast import compile_layers
 from transformer.provenance import write_record
-from transformer_book.timing import Stopwatch
+from transformer.measuring.timing import Stopwatch
 
 
 def graphs_compiled() -> int:

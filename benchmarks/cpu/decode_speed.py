@@ -24,7 +24,7 @@ import torch
 from benchmarks.record import add_option, save
 from transformer import FastTransformer, KVCache, ModelConfig
 from transformer.decoding import PAPER_SEARCH, beam_search, build_source_batch, greedy_decode
-from transformer_book.timing import best_seconds
+from transformer.measuring.timing import best_seconds
 
 
 def fixed_steps(model, src, steps, use_cache):

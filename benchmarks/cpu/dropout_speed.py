@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from benchmarks.record import add_option, save
 from transformer.fast.dropout import LEVELS, CheapDropout, drop_mask
-from transformer_book.timing import Stopwatch
+from transformer.measuring.timing import Stopwatch
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ from benchmarks.record import add_option, save
 from transformer.training.loop import Trainer
 from transformer.training.optimizers import make_optimizer
 from transformer.training.recipes import recipe
-from transformer_book.timing import Stopwatch
+from transformer.measuring.timing import Stopwatch
 
 
 def main() -> None:

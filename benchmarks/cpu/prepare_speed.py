@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.record import add_option, save
-from transformer_book.timing import Stopwatch
+from transformer.measuring.timing import Stopwatch
 
 # one reading process (a DDP rank), run with `python -c RANK FOLDER LIMIT_S`
 RANK = textwrap.dedent('''
@@ -51,7 +51,7 @@ RANK = textwrap.dedent('''
     import torch
     from transformer.training.prepared import PreparedCorpus
     from transformer.training.recipes import recipe
-    from transformer_book.timing import Stopwatch
+    from transformer.measuring.timing import Stopwatch
     torch.set_num_threads(1)
     cfg = recipe("base-wmt14")
     with Stopwatch() as planning:

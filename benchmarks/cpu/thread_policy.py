@@ -34,7 +34,7 @@ from pathlib import Path
 
 from benchmarks.record import add_option, save
 from transformer.provenance import write_record
-from transformer_book.timing import Stopwatch
+from transformer.measuring.timing import Stopwatch
 
 POLICIES = {"default": {}, "passive": {"OMP_WAIT_POLICY": "PASSIVE"},
             "spin-1k": {"GOMP_SPINCOUNT": "1000"}, "spin-20k": {"GOMP_SPINCOUNT": "20000"},

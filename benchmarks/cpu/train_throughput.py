@@ -62,7 +62,7 @@ from transformer.provenance import cpu_name
 from transformer.training.adam import paper_adam
 from transformer.config import PAD_ID
 from transformer.fast import FastLabelSmoothingLoss, SequenceLoss
-from transformer_book.timing import Stopwatch, best_seconds
+from transformer.measuring.timing import Stopwatch, best_seconds
 
 # Batch size in padded slots per side (the trainer's --max-tokens): ~3k real target
 # tokens at the CPU preset, ~1k at base dims.

@@ -24,7 +24,7 @@ from benchmarks.record import add_option, save
 from transformer.tokenizer import Tokenizer
 from transformer.training.loop import Trainer
 from transformer.training.recipes import recipe
-from transformer_book.timing import Stopwatch
+from transformer.measuring.timing import Stopwatch
 
 
 def run(precision: str, out: Path, args, tokenizer=None) -> dict:

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from benchmarks.cpu.trainer import recipe_trainer
 from benchmarks.record import add_option, save
-from transformer_book.timing import Stopwatch
+from transformer.measuring.timing import Stopwatch
 
 
 def vocabulary_seconds(sizes, scratch: Path, data_root) -> dict:

@@ -35,7 +35,7 @@ from transformer import FastTransformer, ModelConfig
 from transformer.fast import FastLabelSmoothingLoss, SequenceLoss, compile_layers
 from transformer.provenance import provenance, write_record
 from transformer.training.adam import paper_adam
-from transformer_book.timing import Stopwatch, best_seconds
+from transformer.measuring.timing import Stopwatch, best_seconds
 
 
 def matmul_peak(device, n: int, reps: int = 10) -> float:

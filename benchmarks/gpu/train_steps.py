@@ -36,7 +36,7 @@ from pathlib import Path
 
 from transformer.checkpoint import step_file
 from transformer.provenance import provenance, write_record
-from transformer_book.timing import Stopwatch
+from transformer.measuring.timing import Stopwatch
 
 
 def _device() -> str:

@@ -103,8 +103,9 @@ def _export_model(app, exception) -> None:
     try:
         from transformer.tools.export import export_model
         from transformer.inference import load_model
+        from transformer.training.cache import cached_run
         from transformer_book import viz
-        from transformer_book.runs import book_run_config, cached_run
+        from transformer_book.runs import book_run_config
         run = cached_run(book_run_config(viz.quick()))
         model, tokenizer = load_model(run / "average.pt")
         out = Path(app.outdir) / "_static" / "model"

@@ -9,6 +9,8 @@
 * :mod:`.adam`: the paper's Adam (5.3); :mod:`.optimizers` picks it or Muon (:mod:`.muon`, not the paper's);
 * :mod:`.run_folder`: a run on disk (settings, metrics, checkpoints, resume);
 * :mod:`.distributed`: several GPUs under ``torchrun``.
+* :mod:`.cache`: a finished run of a configuration, trained once and reused (the book's
+  chapters and build, the benchmarks that need the book's model).
 
 Nothing is imported here: ``transformer.training.config`` loads without torch, so the
 command line's ``--help`` is quick. ``from transformer import Trainer, TrainConfig``.

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import torch
 
-# The x86 instructions that multiply bf16 matrices natively (lscpu / torch spelling).
-BF16_INSTRUCTIONS = ("avx512_bf16", "amx_bf16")
+from ..cpu import BF16_INSTRUCTIONS
+
 CPUINFO = Path("/proc/cpuinfo")
 
 
@@ -38,7 +38,7 @@ def cpu_flags() -> set[str] | None:
 
 def cpu_has_native_bf16() -> bool:
     """Whether this CPU has bf16 matrix instructions (x86's AVX512-BF16 or AMX-BF16,
-    :data:`BF16_INSTRUCTIONS`).
+    :data:`~transformer.cpu.BF16_INSTRUCTIONS`).
 
     Without them PyTorch multiplies bf16 matrices on a slow generic path, far slower than
     fp32 (the record ``book/results/bf16_without_instructions.json``, on the Results page:

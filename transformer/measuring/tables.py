@@ -1,28 +1,23 @@
 """The result records rendered: every table of measured figures in the docs comes from
-here, never typed (the records themselves: :mod:`.records`; the benchmark scripts that
-write them: :mod:`.registry`). The book's Results page (``book/appendix_results.ipynb``)
-shows these tables, and
-
-    python -m transformer_book.results            # rewrite the generated blocks
-    python -m transformer_book.results --check    # exit 1 if a block differs from the records
-
-rewrites the blocks between ``<!-- results:NAME -->`` and ``<!-- /results:NAME -->`` in
-``README.md`` and ``benchmarks/README.md`` (``tests/test_results.py`` runs the check).
+here, never typed, one function per table, each returning Markdown (the records
+themselves: :mod:`.records`; the benchmark scripts that write them: :mod:`.registry`).
+The book's Results page (``book/appendix_results.ipynb``) shows these tables; the blocks
+of ``README.md`` and ``benchmarks/README.md`` that quote them are rewritten by
+:mod:`.blocks`.
 """
 from __future__ import annotations
 
-import re
-import sys
 from pathlib import Path
 
 from . import records
-from .records import REPO, load, provenance_text
-from .registry import BENCHMARKS, GROUPS, ratio as _x
+from .records import load
+from .registry import BENCHMARKS, ratio as _x
 
 SITE = "https://attention-book.github.io/transformer"
 
 
-def _table(header: list[str], rows: list[list]) -> str:
+def markdown_table(header: list[str], rows: list[list]) -> str:
+    """A Markdown table: its header row, then one row per list of cells."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
@@ -51,7 +46,7 @@ def recipes() -> str:
                      f"**{beam['bleu']}** / {beam['chrf']}", f"{greedy['bleu']} / {greedy['chrf']}"])
     for s in load("anchors")["systems"]:
         rows.append([f"{s['name']} (published)", s["bleu"], ""])
-    return _table(["system", "test BLEU / chrF2, beam 4", "greedy"], rows)
+    return markdown_table(["system", "test BLEU / chrF2, beam 4", "greedy"], rows)
 
 
 def book_model() -> str:
@@ -69,7 +64,7 @@ def book_model() -> str:
         cells = [f"{r['test'][c]['beam4']['bleu']} / {r['test'][c]['beam4']['chrf']}"
                  if c in r["test"] else "" for c in ("multi30k-en-de", "tatoeba-en-de")]
         rows.append([what] + cells)
-    return _table(["model", "Multi30k test2016, BLEU / chrF2", "Tatoeba test, BLEU / chrF2"],
+    return markdown_table(["model", "Multi30k test2016, BLEU / chrF2", "Tatoeba test, BLEU / chrF2"],
                   rows)
 
 
@@ -91,7 +86,7 @@ def book_dropout() -> str:
          + (" (the recipe's)" if x.get("chosen") else ""), x) for x in r["runs"]])
 
 
-def _muon_and_adam() -> tuple[dict, dict]:
+def muon_and_adam() -> tuple[dict, dict]:
     """The recipe's run (book_dropout's chosen one, Muon) and the same with Adam."""
     muon = next(x for x in load("book_dropout")["runs"] if x.get("chosen"))
     return muon, load("book_optimizer")["runs"][0]
@@ -100,143 +95,14 @@ def _muon_and_adam() -> tuple[dict, dict]:
 def book_optimizer() -> str:
     """The book recipe with Muon (its chosen run) and with the paper's Adam, on both
     corpora's valid splits."""
-    muon, adam = _muon_and_adam()
+    muon, adam = muon_and_adam()
     return _valid_table("optimizer", [("Muon (the recipe's)", muon), ("Adam (the paper's)", adam)])
-
-
-# The book recipe's departures from the paper (Under the hood B): what the paper does for
-# each name of transformer.training.recipes.DEPARTURES["book"], and the corpus; a paper's
-# setting, quoted, not a measurement.
-PAPER_SETTINGS = {
-    "model": "base: 6 + 6 layers, d_model 512",
-    "norm_position": "post-norm",
-    "dropout": "0.1",
-    "optimizer": "Adam",
-    "warmup": "4,000 updates",
-    "schedule": "equation (3)",
-    "vocab_size": "about 37,000",
-    "update_tokens": "about 25,000 target tokens",
-    "training_length": "100,000 updates (12 h on 8 GPUs)",
-    "corpus": "WMT 2014, 4.5M pairs",
-}
-
-
-def _have(*names: str) -> bool:
-    return all(records.exists(n) for n in names)
-
-
-def _book_setting(name: str, cfg) -> str:
-    """The recipe ``cfg``'s value of the departure ``name``, read from its settings."""
-    from transformer.config import ModelConfig
-    from transformer.corpora import CorpusSpec
-    model = ModelConfig.from_preset(cfg.preset, **cfg.model_overrides)
-    parts = [(part.name, part.times) for part in CorpusSpec.parse(cfg.corpus).parts]
-    return {
-        "model": f"{cfg.preset}: {model.n_encoder_layers} + {model.n_decoder_layers} layers, "
-                 f"d_model {model.d_model}",
-        "norm_position": f"{model.norm_position}-norm",
-        "dropout": "none" if model.dropout == 0 else f"{model.dropout}",
-        "optimizer": "Muon + Adam" if cfg.optimizer == "muon" else cfg.optimizer,
-        "warmup": f"{cfg.warmup:,} updates",
-        "schedule": f"equation (3) × {cfg.lr_factor}" + (
-            f", cool-down over the last {cfg.cooldown:,}" if cfg.cooldown else ""),
-        "vocab_size": f"{cfg.vocab_size:,}",
-        "update_tokens": f"{cfg.update_tokens:,} target tokens",
-        "training_length": f"{cfg.max_updates:,} updates",
-        "corpus": " + ".join(Path(part).name + (f" ×{times}" if times > 1 else "")
-                             for part, times in parts),
-    }[name]
-
-
-def _departure_evidence(name: str) -> tuple[str, list[str]]:
-    """What the records say the departure ``name`` buys, and the records it reads; "no
-    record" where none measures it."""
-    valid = lambda x: (f"{x['valid_beam4']['multi30k-en-de']['bleu']} / "           # noqa: E731
-                       f"{x['valid_beam4']['tatoeba-en-de']['bleu']}")
-    if name == "model" and _have("tiny_recipe", "small_recipe"):
-        t, s = load("tiny_recipe"), load("small_recipe")
-        tb = next(v for k, v in t["test"].items() if k.startswith("beam"))
-        sb = next(v for k, v in s["test"].items() if k.startswith("beam"))
-        return (f"30 min on Multi30k: test BLEU {tb['bleu']}, the small preset {sb['bleu']} "
-                f"(other optimizer and dropout too)", ["tiny_recipe", "small_recipe"])
-    if name == "norm_position" and _have("table3"):
-        rows = {r["row"]: r for r in load("table3")["rows"] if r["seed"] == 1}
-        pre, post = rows["norm-pre"], rows["base"]
-        return (f"{pre['updates']} updates: dev perplexity {pre['dev_ppl']:.1f}, post-norm "
-                f"{post['dev_ppl']:.1f}", ["table3"])
-    if name == "dropout" and _have("book_dropout"):
-        runs = sorted((x for x in load("book_dropout")["runs"]
-                       if x["seed"] == 1 and x["multi30k_repeats"] == 2), key=lambda x: x["dropout"])
-        return ("valid BLEU, Multi30k / Tatoeba: " + "; ".join(
-            f"{x['dropout'] or 'none'}: {valid(x)}" for x in runs), ["book_dropout"])
-    if name == "optimizer" and _have("book_optimizer", "book_dropout"):
-        muon, adam = _muon_and_adam()
-        cost = ""
-        if _have("optimizer_speed"):
-            cost = f"; an update takes {_x(load('optimizer_speed')['muon_over_adam_median'])} Adam's time"
-        return (f"valid BLEU, Multi30k / Tatoeba: Muon {valid(muon)}, Adam {valid(adam)} "
-                f"(one seed each){cost}",
-                ["book_optimizer", "book_dropout"] + (["optimizer_speed"] if cost else []))
-    if name == "optimizer" and _have("optimizer_speed"):
-        o = load("optimizer_speed")
-        return (f"no record of its scores; an update takes {_x(o['muon_over_adam_median'])} "
-                f"Adam's time", ["optimizer_speed"])
-    if name == "training_length" and _have("book_build"):
-        b = load("book_build")
-        return f"{b['train_s'] / 60:.0f} min on 2 CPU cores ({b['precision']})", ["book_build"]
-    if name == "corpus" and _have("book_mixture", "book_model_before", "book_model"):
-        runs = load("book_mixture")["runs"]
-        before = load("book_model_before")["test"]["tatoeba-en-de"]["beam4"]
-        now = load("book_model")["test"]["tatoeba-en-de"]["beam4"]
-        return ("valid BLEU with dropout 0.2, Multi30k / Tatoeba: " + "; ".join(
-            f"×{x['multi30k_repeats']}: {valid(x)}" for x in runs)
-            + f"; Tatoeba test: {now['bleu']}, captions alone {before['bleu']}",
-            ["book_mixture", "book_model_before", "book_model"])
-    return "no record", []
-
-
-# The Table 3 study's rows with the norm placed either way, with and without warm-up
-# (chapter 7, "Why warm up?"): (norm, warm-up) -> row of table3.json, seed 1.
-NORM_AND_WARMUP = {("post-norm (the paper)", "warm-up"): "base",
-                   ("post-norm (the paper)", "none"): "norm-post-nowarmup",
-                   ("pre-norm", "warm-up"): "norm-pre", ("pre-norm", "none"): "norm-pre-nowarmup"}
-
-
-def norm_and_warmup() -> dict:
-    """The study's validation perplexity for each (norm, warm-up) of
-    :data:`NORM_AND_WARMUP`."""
-    rows = {r["row"]: r for r in load("table3")["rows"] if r["seed"] == 1}
-    return {key: rows[row]["dev_ppl"] for key, row in NORM_AND_WARMUP.items()}
-
-
-def norm_and_warmup_table():
-    """:func:`norm_and_warmup` as a Markdown table for chapter 7."""
-    from IPython.display import Markdown
-    ppl = norm_and_warmup()
-    norms = dict.fromkeys(norm for norm, _ in ppl)
-    return Markdown("| model | with warm-up | without |\n|---|---:|---:|\n" + "\n".join(
-        f"| {n} | {ppl[n, 'warm-up']:.1f} | {ppl[n, 'none']:.1f} |" for n in norms))
-
-
-def book_departures() -> str:
-    """The book recipe's departures from the paper as Markdown: for each name of
-    ``DEPARTURES["book"]`` and the corpus, the paper's setting, the recipe's (read from
-    it) and what the records say it buys ("no record" where none measures it), then the
-    records read."""
-    from transformer.training.recipes import DEPARTURES, recipe
-    cfg, rows, read = recipe("book"), [], []
-    for name in [*DEPARTURES["book"], "corpus"]:
-        evidence, names = _departure_evidence(name)
-        rows.append([f"`{name}`", PAPER_SETTINGS[name], _book_setting(name, cfg), evidence])
-        read += [r for r in names if r not in read]
-    return (_table(["setting", "the paper", "the book", "what it buys here"], rows)
-            + "\n\nRecords read: " + ", ".join(f"`{r}`" for r in read) + ".")
 
 
 def _valid_table(first: str, runs: list[tuple[str, dict]]) -> str:
     """One row per (label, run) with the run's ``valid_beam4`` BLEU / chrF2 on each corpus."""
     corpora = {"multi30k-en-de": "Multi30k", "tatoeba-en-de": "Tatoeba"}
-    return _table([first] + [f"{name} valid, BLEU / chrF2" for name in corpora.values()],
+    return markdown_table([first] + [f"{name} valid, BLEU / chrF2" for name in corpora.values()],
                   [[label] + [f"{x['valid_beam4'][c]['bleu']} / {x['valid_beam4'][c]['chrf']}"
                               for c in corpora] for label, x in runs])
 
@@ -247,7 +113,7 @@ def train_throughput() -> str:
              f"{x['marian']:,}", _x(x["ours_over_torch"]), _x(x["ours_over_marian"]),
              _x(x["ours_bf16_over_torch_fp32"]) if "ours_bf16_over_torch_fp32" in x else ""]
             for x in r["rows"]]
-    return _table(["preset, precision", "ours tok/s", "torch tok/s", "Marian tok/s",
+    return markdown_table(["preset, precision", "ours tok/s", "torch tok/s", "Marian tok/s",
                    "ours / torch", "ours / Marian", "ours bf16 / torch fp32"], rows)
 
 
@@ -262,14 +128,14 @@ def speed_held() -> str:
               for side, runs in sides.items()}
     header = ["speed-up"] + [f"{side} (`{runs[0]['code']}`), runs" for side, runs in sides.items()] \
         + ["after / before (medians)"]
-    return _table(header, [[k] + [" ".join(_x(x["ratios"][k]) for x in runs)
+    return markdown_table(header, [[k] + [" ".join(_x(x["ratios"][k]) for x in runs)
                                   for runs in sides.values()]
                            + [f"{median['after'][k] / median['before'][k]:.2f}"] for k in keys])
 
 
 def precision() -> str:
     tp, no = load("trainer_precision"), load("bf16_without_instructions")
-    return _table(["CPU", "fp32 tok/s", "bf16 tok/s", "bf16 / fp32"], [
+    return markdown_table(["CPU", "fp32 tok/s", "bf16 tok/s", "bf16 / fp32"], [
         ["with bf16 instructions (AVX512-BF16)", f"{tp['fp32_tokens_per_s']:,}",
          f"{tp['bf16_tokens_per_s']:,}", _x(tp["bf16_over_fp32"])],
         ["without (AVX2 only)", f"{no['fp32_tokens_per_s']:,}", f"{no['bf16_tokens_per_s']:,}",
@@ -307,19 +173,19 @@ def speedups() -> str:
     ] + [[f"KV cache over recomputing, greedy, {x['preset']} (`{x['command']}`)",
           _x(x["kv_cache_speedup"]), f"beam 4 costs {_x(x['beam4_over_greedy'])} greedy"]
          for x in v["rows"]]
-    return _table(["what", "ratio", "detail"], rows)
+    return markdown_table(["what", "ratio", "detail"], rows)
 
 
 def vocab_speed() -> str:
     r = load("vocab_speed")
-    return _table(["BPE vocabulary", "s / update", "sentences / s", "ratio"],
+    return markdown_table(["BPE vocabulary", "s / update", "sentences / s", "ratio"],
                   [[f"{x['vocab']:,}", x["s_per_update"], x["sentences_per_s"], f"{x['ratio']:.3f}"]
                    for x in r["rows"]])
 
 
 def memory() -> str:
     r = load("host_memory")
-    return _table(["allocator", "peak resident (VmHWM)", "median tok/s"],
+    return markdown_table(["allocator", "peak resident (VmHWM)", "median tok/s"],
                   [[x["allocator"], f"{x['peak_gb']} GB", f"{x['tokens_per_s']:,}"] for x in r["rows"]])
 
 
@@ -342,7 +208,7 @@ def browser() -> str:
          lambda r: f"{r['browser']['greedy_ms']:.0f} / {r['browser']['beam_ms']:.0f} ms"),
         ("the same in Python (torch, fp32), greedy / beam 4",
          lambda r: f"{r['python']['greedy_ms']:.0f} / {r['python']['beam_ms']:.0f} ms")]
-    return _table(["what"] + labels, [[what] + [f(runs[k]) for k in labels] for what, f in rows])
+    return markdown_table(["what"] + labels, [[what] + [f(runs[k]) for k in labels] for what, f in rows])
 
 
 def page_training() -> str:
@@ -351,7 +217,7 @@ def page_training() -> str:
     r = load("page_training")
     s, tf = r["settings"], r["tfjs"]
     mib = lambda b: f"{b / 2**20:.2f} MiB"
-    return _table(["what", "measured"], [
+    return markdown_table(["what", "measured"], [
         ["task", f"reverse {s['length']} of {s['symbols']} symbols; batches of {s['batch']}, "
                  f"Adam at {s['lr']}"],
         ["the panel's starting model", f"{s['layers']}+{s['layers']} layers, {s['n_heads']} heads, "
@@ -387,7 +253,7 @@ def weight_forms() -> str:
             f"on at least {c['greedy_agreement_at_least']:.0%} of the first "
             f"{', '.join(map(str, sentences))} test sentences of each split and its BLEU (beam "
             f"{r['beam_size']}, the whole split) moves by at most {c['bleu_change_at_most']}.\n\n"
-            + _table(["weights", "graphs + weights"]
+            + markdown_table(["weights", "graphs + weights"]
                      + [f"{split}: greedy ids as fp32 / BLEU change" for split in r["splits"]]
                      + ["keeps the translations"], rows))
 
@@ -409,7 +275,7 @@ def book_build() -> str:
         r = load(name)
         rows.append([kind, f"{r['wall_s'] / 60:.0f} min", f"{r['train_s'] / 60:.0f} min",
                      f"{r['updates']:,}", r["precision"]])
-    return _table(["machine", "`make book` from an empty run cache",
+    return markdown_table(["machine", "`make book` from an empty run cache",
                    "of it: training the book's model", "updates", "precision"], rows)
 
 
@@ -441,13 +307,7 @@ def thread_policy() -> str:
             for threads, policy in sorted({(t, p) for t, p, _ in cell})]
     return ("`train --recipe tiny`, target tokens/s (each run's median; a cell with two "
             "figures was measured twice):\n\n"
-            + _table(["threads", "OpenMP wait", "idle machine", "beside one busy process"], rows))
-
-
-def first_build_note():
-    """:func:`first_build` as Markdown for Under the hood B, beside the cached run."""
-    from IPython.display import Markdown
-    return Markdown(first_build())
+            + markdown_table(["threads", "OpenMP wait", "idle machine", "beside one busy process"], rows))
 
 
 def prepare_scale() -> str:
@@ -459,7 +319,7 @@ def prepare_scale() -> str:
               f"{x['peak_rss_mb']:,} MB ({x['peak_private_mb']:,} MB private)",
               f"{x['tokens_per_s'] / 1e6:.1f}M"] for i, x in enumerate(r["readers"])]
     return (f"{r['corpus']['pairs']:,} sentence pairs, {r['corpus']['text_mb']:,} MB of text.\n\n"
-            + _table(["process", "time", "peak resident memory", "tokens / s"], rows))
+            + markdown_table(["process", "time", "peak resident memory", "tokens / s"], rows))
 
 
 def table3() -> str:
@@ -469,13 +329,13 @@ def table3() -> str:
              "diverged" if x.get("diverged") else f"{x['dev_ppl']:.1f}",
              "" if x.get("diverged") else f"{x['dev_bleu']:.1f}", paper(x, "ppl"), paper(x, "bleu")]
             for x in r["rows"]]
-    return _table(["row", "seed", "setting", "params", "dev ppl", "dev BLEU",
+    return markdown_table(["row", "seed", "setting", "params", "dev ppl", "dev BLEU",
                    "paper ppl", "paper BLEU"], rows)
 
 
 def build_times() -> str:
     r = load("build_times")
-    return _table(["target", "wall time", "note", "provenance"], [
+    return markdown_table(["target", "wall time", "note", "provenance"], [
         [f"`{e['target']}`", e["wall"], e["note"],
          f"{e['provenance']['cpu']}; commit {e['provenance']['commit']}; {e['provenance']['date']}"]
         for e in r["entries"]])
@@ -500,7 +360,7 @@ def benchmarks(group: str | None = None) -> str:
         rows.append([f"`{script}`", what, f"`{command} --record book/results/{name}.json`"
                      if command.startswith("python -m") else f"`{command}`",
                      f"`book/results/{name}.json`", latest])
-    return _table(["script", "measures", "command", "record", "latest figure"], rows)
+    return markdown_table(["script", "measures", "command", "record", "latest figure"], rows)
 
 
 # Every record the README, benchmarks/README.md or the Results page quotes.
@@ -513,64 +373,7 @@ QUOTED = ["tiny_recipe", "small_recipe", "anchors", "book_model_before", "book_m
           "table3", "build_times", "step_profile"]
 
 
-def with_provenance(table: str, *names: str):
-    """The table followed by each record's provenance, as Markdown for a notebook cell."""
-    from IPython.display import Markdown
-    lines = [table, ""] + [f"* `book/results/{n}.json`: {provenance_text(load(n))}" for n in names]
-    return Markdown("\n".join(lines))
-
-
-def self_measured(table, name: str, *others: str):
-    """``with_provenance(table(), name, *others)`` for a record that measures the very
-    build that renders it (``book_build``): the build before the first measurement says
-    so instead of failing."""
-    from IPython.display import Markdown
-    if not records.exists(name):
-        command = next(c for _, _, c, n, _ in BENCHMARKS if n == name)
-        return Markdown(f"No measured build yet: `{command} --record book/results/{name}.json` "
-                        f"writes it.")
-    return with_provenance(table(), name, *others)
-
-
 def missing_records() -> list[str]:
     """The records the benchmark scripts write that no run has written yet."""
     return [f"`book/results/{name}.json` ({script})" for script, _, _, name, _ in BENCHMARKS
             if not records.exists(name)]
-
-
-# ---- generated blocks in the Markdown files ----------------------------------------
-
-BLOCKS = {"README.md": {"headline": headline, "first-build": first_build},
-          "benchmarks/README.md": {f"benchmarks-{group}": (lambda group=group: benchmarks(group))
-                                   for group in GROUPS}}
-
-
-def render(text: str, blocks: dict) -> str:
-    """``text`` with each marked block replaced by its generated content."""
-    for name, make in blocks.items():
-        pattern = re.compile(rf"(<!-- results:{name} -->\n).*?(<!-- /results:{name} -->)", re.S)
-        if not pattern.search(text):
-            raise ValueError(f"no <!-- results:{name} --> block")
-        text = pattern.sub(lambda m: m.group(1) + make() + "\n" + m.group(2), text)
-    return text
-
-
-def main(argv=None) -> int:
-    check = "--check" in (argv if argv is not None else sys.argv[1:])
-    stale = []
-    for rel, blocks in BLOCKS.items():
-        path = REPO / rel
-        old = path.read_text()
-        new = render(old, blocks)
-        if new != old:
-            stale.append(rel)
-            if not check:
-                path.write_text(new)
-    verb = "out of date" if check else "rewritten"
-    for rel in stale:
-        print(f"{rel}: generated blocks {verb}")
-    return 1 if check and stale else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -9,7 +9,7 @@ fields as the notes give them; a figure published elsewhere holds ``published`` 
 ``entries``, each with its own provenance.
 
 Where the records come from (:func:`path`): a checkout's ``book/results/`` (:data:`RESULTS`)
-where there is one; elsewhere (Colab, a ``pip install``, which install the helpers but not
+where there is one; elsewhere (Colab, a ``pip install``, which install the package but not
 the records) the repository's copy, fetched once per record into :func:`cache_dir`
 (``~/.cache/transformer/records``; delete it to fetch again) from :func:`source`:
 ``$TRANSFORMER_RECORDS_URL`` (a stand-in for the host, which only the tests set), else the
@@ -24,8 +24,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parents[1] / "results"
-REPO = RESULTS.parents[1]
+REPO = Path(__file__).resolve().parents[2]          # a checkout's root
+RESULTS = REPO / "book" / "results"
 MEASURED = ("commit", "command", "cpu", "torch", "date")
 # _config.yml's repository (url and branch); tests/test_results.py checks that they agree
 REPOSITORY = "https://github.com/attention-book/transformer"
