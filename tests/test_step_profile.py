@@ -8,7 +8,8 @@ import pytest
 
 from benchmarks.cpu import step_profile as sp
 from helpers import toy_run, toy_trainer
-from transformer_book import records, viz
+from transformer.measuring import records
+from transformer_book import viz
 
 ENGINE = "autograd::engine::evaluate_function: "
 

@@ -61,9 +61,10 @@ from transformer.provenance import cpu_name
 from transformer.tokenizer import Tokenizer
 from transformer.training.loop import Trainer
 from transformer.training.optimizers import make_optimizer
-from transformer.training.precision import BF16_INSTRUCTIONS, cpu_flags, resolve_precision
+from transformer.cpu import BF16_INSTRUCTIONS
+from transformer.training.precision import cpu_flags, resolve_precision
 from transformer.training.recipes import recipe
-from transformer_book.timing import Stopwatch
+from transformer.measuring.timing import Stopwatch
 
 RECIPE = "book"
 DATA = "data and batching"            # the benchmark's scope around drawing a batch

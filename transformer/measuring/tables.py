@@ -152,7 +152,7 @@ def step_profile() -> str:
              for part in r["parts"] if any(x["shares"][part] for x in runs.values())]
     rows += [["load average, before / after"] + [
         f"{x['load_average_before'][0]} / {x['load_average_after'][0]}" for x in runs.values()]]
-    return _table(["part"] + list(runs), rows)
+    return markdown_table(["part"] + list(runs), rows)
 
 
 def speedups() -> str:
