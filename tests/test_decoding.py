@@ -392,3 +392,24 @@ def test_a_source_too_long_with_its_eos_is_flagged_and_truncated(tokens, too_lon
     warned = [str(w.message) for w in caught if "max_len" in str(w.message)]
     assert bool(warned) == too_long, warned
     assert len(done[0].source) == min(tokens, 8 - 1)
+
+
+def test_length_sorted_batches_translate_as_each_sentence_alone():
+    """translate() decodes in batches of similar length (sorted by tokenized length) and
+    hands the translations back in the input order: the same translations, and so the same
+    BLEU, as decoding each sentence alone, unbatched and unsorted."""
+    from transformer.evaluate import score
+    model = random_model(seed=3, eos_bias=1.0)
+    gen = torch.Generator().manual_seed(11)
+    sources = random_sources(17, gen, max_len=12)
+    assert len(set(map(len, sources))) > 5                     # sources of varied lengths
+    sentences = [" ".join(f"w{i}" for i in s) for s in sources]
+    references = sentences[::-1]
+    for beam in (1, 4):
+        batched = translate(model, WordTokenizer(), sentences, beam_size=beam, batch_size=6,
+                            max_extra=8)
+        alone = [translate(model, WordTokenizer(), [s], beam_size=beam, max_extra=8)[0]
+                 for s in sentences]
+        assert batched == alone
+        assert len({len(t.split()) for t in batched}) >= 3     # outputs of varied lengths
+        assert score(batched, references) == score(alone, references)

@@ -375,3 +375,40 @@ def attention_lines(panels: Sequence[dict], *, title: str, row_px: int = 20,
                       plot_bgcolor="white",
                       legend=dict(orientation="h", x=0, y=-0.02, yanchor="top"))
     return fig
+
+
+# ------------------------------------------------------------ a training update's time
+# The kinds of work of benchmarks/cpu/step_profile.py, one colour each: the forward pass
+# solid, the backward hatched in the same colour.
+STEP_COLOURS = {"matrix multiplies": "#1f77b4", "attention": "#ff7f0e", "norms": "#2ca02c",
+                "embeddings": "#9467bd", "loss": "#d62728", "casts": "#8c564b",
+                "element-wise and copies": "#e377c2", "Adam": "#bcbd22", "Muon": "#17becf",
+                "data and batching": "#7f7f7f", "other": "#c7c7c7"}
+PRECISION_LABELS = {"fp32": "fp32", "bf16": "bf16 autocast"}
+
+
+def step_profile(record: dict):
+    """A stacked bar per precision: each part's share of one training update, from the
+    record ``book/results/step_profile.json`` (``benchmarks/cpu/step_profile.py``); the
+    hover gives the part's seconds, the axis label the seconds of the whole update."""
+    import plotly.graph_objects as go
+
+    runs = record["precisions"]
+    x = [f"{PRECISION_LABELS.get(p, p)}<br>{r['seconds_per_update']:.2g} s an update"
+         for p, r in runs.items()]
+    fig = go.Figure()
+    for part in record["parts"]:
+        shares = [r["shares"][part] for r in runs.values()]
+        if not any(shares):
+            continue
+        stage, _, kind = part.rpartition(": ")
+        fig.add_trace(go.Bar(
+            x=x, y=[100 * s for s in shares], name=part,
+            marker=dict(color=STEP_COLOURS[kind],
+                        pattern=dict(shape="/" if stage == "backward" else "")),
+            customdata=[s * r["seconds_per_update"] for s, r in zip(shares, runs.values())],
+            hovertemplate=f"{part}: %{{y:.1f}}% (%{{customdata:.3g}} s)<extra></extra>"))
+    fig.update_layout(barmode="stack", title=dict(text="Where one training update's time goes"),
+                      yaxis=dict(title="share of the update (%)", range=[0, 100]),
+                      legend=dict(traceorder="normal"))
+    return fig

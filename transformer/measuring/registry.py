@@ -28,6 +28,11 @@ BENCHMARKS = [
     ("cpu/compile_speed.py", "`--compile` against eager on a CPU",
      "python -m benchmarks.cpu.compile_speed", "compile_cpu",
      lambda r: f"compiled / eager {r['compiled_over_eager']:.2f} of the time"),
+    ("cpu/step_profile.py", "where one update of the recipe `book` spends its time, by part "
+     "(torch.profiler), fp32 and bf16", "python -m benchmarks.cpu.step_profile", "step_profile",
+     lambda r: "matrix multiplies " + ", ".join(
+         f"{sum(s for k, s in x['shares'].items() if k.endswith('matrix multiplies')):.0%}"
+         f" ({p})" for p, x in r["precisions"].items()) + " of an update"),
     ("cpu/optimizer_speed.py", "Muon's cost per update",
      "python -m benchmarks.cpu.optimizer_speed", "optimizer_speed",
      lambda r: f"Muon / Adam {ratio(r['muon_over_adam_median'])}"),

@@ -142,6 +142,19 @@ def precision() -> str:
          _x(no["bf16_tokens_per_s"] / no["fp32_tokens_per_s"])]])
 
 
+def step_profile() -> str:
+    """Each part's share of one training update of the recipe ``book``, per precision."""
+    r = load("step_profile")
+    runs = r["precisions"]
+    rows = [["seconds per update (profiled)"] + [f"{x['seconds_per_update']:.3g}"
+                                                  for x in runs.values()]]
+    rows += [[part] + [f"{x['shares'][part]:.1%}" for x in runs.values()]
+             for part in r["parts"] if any(x["shares"][part] for x in runs.values())]
+    rows += [["load average, before / after"] + [
+        f"{x['load_average_before'][0]} / {x['load_average_after'][0]}" for x in runs.values()]]
+    return markdown_table(["part"] + list(runs), rows)
+
+
 def speedups() -> str:
     """One row per measured speed-up or cost: what was compared and the ratio."""
     a, c, o = load("attention_kernel"), load("compile_cpu"), load("optimizer_speed")
@@ -357,7 +370,7 @@ QUOTED = ["tiny_recipe", "small_recipe", "anchors", "book_model_before", "book_m
           "bf16_without_instructions", "attention_kernel", "compile_cpu", "optimizer_speed",
           "dropout_speed", "decode_speed", "vocab_speed", "host_memory", "prepare_wmt14_scale",
           "browser_speed", "page_training",
-          "table3", "build_times"]
+          "table3", "build_times", "step_profile"]
 
 
 def missing_records() -> list[str]:
