@@ -19,7 +19,7 @@ from helpers import toy_run, write_pairs
 from transformer.data import CorpusStream, load_corpus, load_wmt14
 from transformer.training.config import TrainingError
 from transformer.training.loop import Trainer
-from transformer.corpora import HUB_CORPORA
+from transformer.corpora import CORPORA
 from transformer.training.prepared import PreparedCorpus, RaggedIds, _sample_pairs, prepare_corpus
 from transformer.tools import cli
 
@@ -211,7 +211,7 @@ def test_train_on_wmt14_prepares_it_once(wmt14, tmp_path):
                      max_updates=1, max_tokens=64, update_tokens=64)
     with pytest.warns(UserWarning, match="dropped 1 of 5"):
         trainer = Trainer.from_config(cfg)
-    folder = HUB_CORPORA["wmt14"].prepared_folder(40, cfg.seed, cfg.data_root)
+    folder = CORPORA["wmt14"].prepared_folder(40, cfg.seed, cfg.data_root)
     assert PreparedCorpus(folder).pairs("train") == 4
     assert trainer.train_iter.src_ids.ids.filename == folder / "train.en.ids"   # mapped
     assert trainer.fit()["step"] == 1
@@ -336,5 +336,5 @@ def test_other_ranks_wait_for_rank_0_to_prepare_wmt14(wmt14, tmp_path, monkeypat
     with pytest.warns(UserWarning, match="dropped 1"):
         folder = module.prepared_folder(cfg, types.SimpleNamespace(main=False, rank=1))
         rank0.join()
-    assert folder == HUB_CORPORA["wmt14"].prepared_folder(40, cfg.seed, cfg.data_root)
+    assert folder == CORPORA["wmt14"].prepared_folder(40, cfg.seed, cfg.data_root)
     assert PreparedCorpus(folder).pairs("train") == 4

@@ -86,7 +86,8 @@ RANK = textwrap.dedent('''
 
 def synthetic_corpus(folder: Path, pairs: int, join: int, seed: int = 0) -> dict:
     """Tatoeba's train pairs joined ``join`` at a time, to ``pairs`` pairs; valid as is."""
-    from transformer.data import data_dir, load_corpus
+    from transformer.corpora import data_dir
+    from transformer.data import load_corpus
     train = load_corpus("tatoeba-en-de", "train")
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)

@@ -35,7 +35,7 @@ from pathlib import Path
 import torch
 
 from ..checkpoint import average_checkpoints, checkpoint_file, save_checkpoint, step_checkpoints
-from ..corpora import CORPORA, fetch
+from ..corpora import fetch, fetched_names
 from ..data import load_corpus
 from ..decoding import PAPER_SEARCH, check_search
 from ..doubt import doubt
@@ -137,8 +137,8 @@ def add_fetch(sub):
                        description="Fetch each corpus into the data dir, checking every "
                                    "file's SHA-256; a folder already there is checked, "
                                    "never replaced.")
-    p.add_argument("corpora", nargs="+", choices=sorted(CORPORA), metavar="CORPUS",
-                   help=f"one or more of: {', '.join(sorted(CORPORA))}")
+    p.add_argument("corpora", nargs="+", choices=fetched_names(), metavar="CORPUS",
+                   help=f"one or more of: {', '.join(fetched_names())}")
     add_common(p, "data_root")
     p.add_argument("--url", help="a mirror of a downloaded corpus (default: its source, or "
                                  "$TRANSFORMER_MULTI30K_URL for Multi30k)")
