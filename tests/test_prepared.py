@@ -1,6 +1,6 @@
 """Large corpora: WMT14 read offline in the hub's format, a corpus prepared once into
-memory-mapped token ids (transformer.training.prepared), read by two processes, and
-trained on with the same batches as the in-memory path."""
+memory-mapped token ids (transformer.training.prepare writes them, .corpus_files reads
+them), read by two processes, and trained on with the same batches as the in-memory path."""
 from __future__ import annotations
 
 import gzip
@@ -20,7 +20,8 @@ from transformer.data import CorpusStream, load_corpus, load_wmt14
 from transformer.training.config import TrainingError
 from transformer.training.loop import Trainer
 from transformer.corpora import CORPORA
-from transformer.training.prepared import PreparedCorpus, RaggedIds, _sample_pairs, prepare_corpus
+from transformer.training.corpus_files import PreparedCorpus, RaggedIds
+from transformer.training.prepare import _sample_pairs, prepare_corpus
 from transformer.tools import cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -268,7 +269,7 @@ def test_a_folder_prepared_with_the_bare_hex_fingerprint_still_loads_and_is_reus
 # still hold the mapping, how the ids' pages are counted in its memory (/proc/self/smaps).
 READER = textwrap.dedent('''
     import hashlib, json, sys
-    from transformer.training.prepared import PreparedCorpus
+    from transformer.training.corpus_files import PreparedCorpus
     store = PreparedCorpus(sys.argv[1])
     it = store.batch_iterator("train", "en-de", max_tokens=300, seed=5)
     digest = hashlib.sha256()
@@ -327,7 +328,7 @@ def test_other_ranks_wait_for_rank_0_to_prepare_wmt14(wmt14, tmp_path, monkeypat
     the others poll for its manifest, which appears only once the folder is whole."""
     import threading
     import types
-    from transformer.training import prepare as module
+    from transformer.training import run_data as module
     monkeypatch.setattr(module.time, "sleep", lambda s: threading.Event().wait(0.05))
     cfg = toy_settings("wmt14", tmp_path / "run", data_root=str(tmp_path / "data"), vocab_size=40)
     rank0 = threading.Timer(0.3, lambda: module.prepared_folder(cfg, types.SimpleNamespace(

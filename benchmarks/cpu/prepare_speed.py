@@ -49,7 +49,7 @@ RANK = textwrap.dedent('''
             peak["RssAnon"] = max(peak["RssAnon"], status()["RssAnon"])
     threading.Thread(target=sample, daemon=True).start()
     import torch
-    from transformer.training.prepared import PreparedCorpus
+    from transformer.training.corpus_files import PreparedCorpus
     from transformer.training.recipes import recipe
     from transformer_book.timing import Stopwatch
     torch.set_num_threads(1)

@@ -46,7 +46,7 @@ from ..tokenizer import Tokenizer, same_vocabulary, vocabulary_fingerprint
 from ..training.config import LossDiverged, TrainConfig, TrainingError
 from ..training.loop import Trainer
 from ..training.precision import resolve_precision
-from ..training.prepare import load_split
+from ..training.run_data import load_split
 from ..training.vocabulary import train_tokenizer
 from ..provenance import git_commit
 from ..provenance import provenance as machine_provenance

@@ -48,7 +48,8 @@ from ..training.command import train_command  # noqa: F401  (chapter 7 imports i
 from ..training.command import train_config
 from ..training.config import MAX_SEED, MIN_VOCABULARY, TrainConfig, TrainingError
 from ..training.loop import Trainer
-from ..training.prepared import DEFAULT_SAMPLE, PreparedCorpus, prepare_corpus
+from ..training.corpus_files import PreparedCorpus
+from ..training.prepare import DEFAULT_SAMPLE, prepare_corpus
 from ..training.recipes import RECIPES, describe, recipe
 from .ablation import BUDGETS, GROUPS, run_table, select_rows
 from .export import export_checkpoint
@@ -220,7 +221,7 @@ def add_prepare(sub):
         description="Read the train and valid splits of a corpus in pieces, train the BPE "
         "vocabulary on a random sample of pairs, encode every pair and write OUT: token ids "
         "and offsets per language, spm.model and prepared.json "
-        "(transformer/training/prepared.py). Train from it with --corpus OUT: every "
+        "(transformer/training/corpus_files.py). Train from it with --corpus OUT: every "
         "process (every GPU under torchrun) maps the same files. --corpus wmt14 is prepared "
         "this way on first use by train itself.")
     p.add_argument("--corpus", default=None,
@@ -245,7 +246,8 @@ def add_prepare(sub):
 
 
 def cmd_prepare(args):
-    """``prepare``: a corpus into memory-mapped token ids (transformer.training.prepared)."""
+    """``prepare``: a corpus into memory-mapped token ids (transformer.training.prepare; the
+    format, transformer.training.corpus_files)."""
     given = {k: v for k, v in (("corpus", args.corpus), ("vocab_size", args.vocab_size),
                                ("seed", args.seed), ("data_root", args.data_root))
              if v is not None}
