@@ -35,7 +35,7 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from .corpora import CorpusSpec
+from .corpora.spec import CorpusSpec
 from .errors import InputError
 from .output import open_output
 

@@ -35,7 +35,8 @@ from pathlib import Path
 import torch
 
 from ..checkpoint import average_checkpoints, checkpoint_file, save_checkpoint, step_checkpoints
-from ..corpora import fetch, fetched_names
+from ..corpora.fetching import fetch
+from ..corpora.registry import fetched_names
 from ..data import load_corpus
 from ..decoding import PAPER_SEARCH, check_search
 from ..doubt import doubt
