@@ -89,19 +89,37 @@ def _search(kind, setting: str, low: int):
     return bounded(kind, low, check=lambda value: check_search(**{setting: value}))
 
 
-def _add_search(p, beam_help: str = "beam size (1 = greedy)") -> None:
-    """``--beam`` and ``--alpha``: the search settings of section 6.1."""
+SEARCH_OPTIONS = {"beam_size": "beam", "alpha": "alpha", "max_extra": "max_extra"}
+"""Each search setting a command may take, by the option's name in ``args``."""
+
+
+def _add_search(p, beam_help: str = "beam size (1 = greedy)", max_extra: bool = True) -> None:
+    """``--beam``, ``--alpha`` and (with ``max_extra``) ``--max-extra``: the search settings
+    of section 6.1, which :func:`main` gathers into one :class:`~transformer.decoding.Search`
+    (``args.search``) before the command runs."""
     p.add_argument("--beam", type=_search(int, "beam_size", 1), default=PAPER_SEARCH.beam_size,
                    help=beam_help)
     p.add_argument("--alpha", type=_search(float, "alpha", 0), default=PAPER_SEARCH.alpha,
                    help="length penalty exponent (section 6.1)")
+    if max_extra:
+        p.add_argument("--max-extra", type=_search(int, "max_extra", 0),
+                       default=PAPER_SEARCH.max_extra,
+                       help="output length limit: source length + this")
+
+
+def gather_search(args) -> None:
+    """``args.search``: the one :class:`~transformer.decoding.Search` of the command's
+    search options (those it lacks at the paper's), which replaces them in ``args``; a
+    command without search options is left as it is."""
+    given = {setting: vars(args).pop(name) for setting, name in SEARCH_OPTIONS.items()
+             if name in vars(args)}
+    if given:
+        args.search = PAPER_SEARCH.replace(**given)
 
 
 def _decode_args(p):
     p.add_argument("checkpoint", help="a checkpoint file (e.g. run/average.pt)")
     _add_search(p)
-    p.add_argument("--max-extra", type=_search(int, "max_extra", 0), default=PAPER_SEARCH.max_extra,
-                   help="output length limit: source length + this")
     p.add_argument("--tokenizer", default=None,
                    help="the vocabulary (spm.model) of a checkpoint that carries neither its "
                         "tokenizer nor its fingerprint (written by an older version): you "
@@ -309,8 +327,7 @@ def cmd_translate(args):
         # opened before reading and decoding: a path that cannot be written fails at once
         sink = open_output(args.output)
         lines = read_sentences(args.input)
-        for done in translations(model, tokenizer, lines, beam_size=args.beam,
-                                 alpha=args.alpha, max_extra=args.max_extra,
+        for done in translations(model, tokenizer, lines, args.search,
                                  device=next(model.parameters()).device):
             with ctrl_c.held():
                 sink.write(done.text + "\n")
@@ -361,15 +378,15 @@ def cmd_evaluate(args):
         hypotheses, record = (outputs.enter_context(open_output(path)) if path else None
                               for path in (args.hypotheses, args.json))
         start = time.perf_counter()
-        hyps = translate(model, tokenizer, src, beam_size=args.beam, alpha=args.alpha,
-                         max_extra=args.max_extra, device=next(model.parameters()).device)
+        hyps = translate(model, tokenizer, src, args.search,
+                         device=next(model.parameters()).device)
         seconds = time.perf_counter() - start
         if hypotheses is not None:
             hypotheses.write("".join(h + "\n" for h in hyps))
         result = score(hyps, ref)
         print(format_score(result))
         print(f"{len(src)} sentences of {args.corpus}/{args.split} ({args.direction}), beam "
-              f"{args.beam}, alpha {args.alpha}, {seconds:.1f} s", flush=True)
+              f"{args.search.beam_size}, alpha {args.search.alpha}, {seconds:.1f} s", flush=True)
         if record is not None:
             record.write(record_text({
                 "provenance": provenance(shlex.join(["python", "-m", "transformer",
@@ -377,7 +394,8 @@ def cmd_evaluate(args):
                                          next(model.parameters()).device),
                 "checkpoint": str(args.checkpoint), "corpus": str(args.corpus),
                 "split": args.split, "direction": args.direction, "sentences": len(src),
-                "beam": args.beam, "alpha": args.alpha, "decode_seconds": round(seconds, 2),
+                "beam": args.search.beam_size, "alpha": args.search.alpha,
+                "max_extra": args.search.max_extra, "decode_seconds": round(seconds, 2),
                 **{k: v for k, v in result.items() if k != "n"}}))
 
 
@@ -420,6 +438,7 @@ def add_export(sub):
     p.add_argument("--weights", choices=["fp32", "fp16", "int8"], default="fp32",
                    help="how weights.bin stores the weight matrices (int8: one scale a row; "
                    "the graphs restore fp32 when loaded)")
+    _add_search(p, beam_help="the page's beam size (the manifest's decoding settings)")
     p.set_defaults(handler=cmd_export)
 
 
@@ -433,7 +452,7 @@ def cmd_export(args):
     try:
         ctrl_c.install()
         manifest = export_checkpoint(args.checkpoint, args.out, opset=args.opset,
-                                     weights=args.weights)
+                                     weights=args.weights, search=args.search)
         ctrl_c.holding = True              # the export is whole: report it, then stop
         sizes = ", ".join(f"{name} {entry['bytes'] / 2**20:.1f} MiB"
                           for name, entry in manifest["files"].items())
@@ -483,7 +502,7 @@ def add_ablate(sub):
                    help="seed of every row run by this command, the base's first (a second "
                         "seed gives error bars)")
     add_common(p, "corpus", "data_root", "device", "threads")
-    _add_search(p, beam_help="beam size of dev BLEU")
+    _add_search(p, beam_help="beam size of dev BLEU", max_extra=False)
     p.add_argument("--bleu-sentences", type=bounded(int, 0), default=0,
                    help="dev BLEU on the first N valid sentences (0: all)")
     p.set_defaults(handler=cmd_ablate)
@@ -497,7 +516,7 @@ def cmd_ablate(args):
                 if v is not None}
     command = shlex.join(["python", "-m", "transformer", *args.argv])
     data = run_table(rows, args.out, updates=args.updates, seed=args.seed, command=command,
-                     beam=args.beam, alpha=args.alpha, bleu_sentences=args.bleu_sentences,
+                     search=args.search, bleu_sentences=args.bleu_sentences,
                      budget=args.budget, base_seeds=args.base_seeds, jobs=args.jobs,
                      time_budget_s=args.time_budget_min * 60, **settings)
     missing = [f"{row.name}" for row in rows
@@ -618,6 +637,7 @@ def main(argv=None):
     asking for a report, and status 1."""
     args = build_parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
+    gather_search(args)
     try:
         args.handler(args)
     except Interrupted as exc:
