@@ -34,8 +34,25 @@ from ..tokenizer import Tokenizer, same_vocabulary
 
 FORMAT, VERSION = "transformer-prepared-corpus", 1
 MANIFEST = "prepared.json"
+VOCABULARY = "spm.model"
+VALID_TEXT = "valid.json"
 SIDES = ("en", "de")                 # the files hold both; --direction picks the source
 PREPARED_SPLITS = ("train", "valid")
+
+
+def ids_file(split: str, side: str) -> str:
+    """The file of the token ids of ``side`` of ``split``, one sentence after another."""
+    return f"{split}.{side}.ids"
+
+
+def offsets_file(split: str, side: str) -> str:
+    """The file of the offsets of :func:`ids_file`'s sentences (int64, pairs + 1)."""
+    return f"{split}.{side}.offsets"
+
+
+def manifest_text(body: dict) -> str:
+    """The text of :data:`MANIFEST`: the format and its version, then ``body``."""
+    return json.dumps({"format": FORMAT, "version": VERSION, **body}, indent=1) + "\n"
 
 
 def is_prepared(folder: str | os.PathLike) -> bool:
@@ -127,7 +144,7 @@ class PreparedCorpus:
     def tokenizer(self) -> Tokenizer:
         """The vocabulary the ids were encoded with (checked against the manifest's hash
         and vocabulary size)."""
-        path = self.folder / "spm.model"
+        path = self.folder / VOCABULARY
         if not path.is_file():
             raise FileNotFoundError(f"{path} is missing: the prepared corpus is incomplete")
         recorded = self.manifest.get("vocabulary", self.manifest.get("tokenizer_sha256"))
@@ -158,7 +175,7 @@ class PreparedCorpus:
         is below the vocabulary size (one pass over the file: what a training step would
         otherwise meet as "index out of range" after the run folder was made)."""
         entry = self.manifest["splits"][split]
-        name = f"{split}.{side}.offsets"
+        name = offsets_file(split, side)
         offsets = self._map(name, np.int64, entry["pairs"] + 1)
         if offsets[0] != 0 or offsets[-1] != entry["tokens"][side]:
             raise InputError(f"{self.folder / name}: runs from {offsets[0]} to "
@@ -167,7 +184,7 @@ class PreparedCorpus:
         if len(back):
             raise InputError(f"{self.folder / name}: sentence {back[0]} ends before it "
                              f"starts (offsets {offsets[back[0]]} then {offsets[back[0] + 1]})")
-        name = f"{split}.{side}.ids"
+        name = ids_file(split, side)
         ids = self._map(name, self.dtype, entry["tokens"][side])
         if len(ids) and (int(ids.max()) >= self.vocab_size or int(ids.min()) < 0):
             where = int(np.flatnonzero((ids >= self.vocab_size) | (ids < 0))[0])
@@ -189,7 +206,7 @@ class PreparedCorpus:
 
     def valid_text(self, direction: str) -> ParallelCorpus:
         """The valid split's sentence pairs as text, in ``direction``."""
-        path = self.folder / "valid.json"
+        path = self.folder / VALID_TEXT
         try:
             text = json.loads(path.read_text(encoding="utf-8"))
             en, de = text["en"], text["de"]

@@ -29,8 +29,8 @@ from ..data import CorpusStream, ParallelCorpus
 from ..errors import InputError
 from ..output import output_folder
 from ..tokenizer import Tokenizer
-from .corpus_files import (FORMAT, MANIFEST, SIDES, VERSION, PreparedCorpus, is_prepared,
-                           recorded_is)
+from .corpus_files import (MANIFEST, SIDES, VALID_TEXT, VOCABULARY, PreparedCorpus, ids_file,
+                           is_prepared, manifest_text, offsets_file, recorded_is)
 from .vocabulary import train_tokenizer
 
 DEFAULT_SAMPLE = 1_000_000           # pairs the BPE vocabulary is trained on (both sides)
@@ -141,7 +141,7 @@ def _write_split(stream, split: str, folder: Path, encoder: _Encoder) -> dict:
     """Encode ``stream`` into ``folder/{split}.{side}.ids`` and ``.offsets``; its counts."""
     digest, n, tokens = hashlib.sha256(), 0, {}
     lengths = {side: [] for side in SIDES}
-    files = {side: open(folder / f"{split}.{side}.ids", "wb") for side in SIDES}
+    files = {side: open(folder / ids_file(split, side), "wb") for side in SIDES}
 
     def hashed(pairs):
         for en, de in pairs:
@@ -163,7 +163,7 @@ def _write_split(stream, split: str, folder: Path, encoder: _Encoder) -> dict:
         lens = np.concatenate(lengths[side]) if lengths[side] else np.zeros(0, np.int64)
         offsets = np.zeros(len(lens) + 1, dtype=np.int64)
         np.cumsum(lens, out=offsets[1:])
-        with open(folder / f"{split}.{side}.offsets", "wb") as f:
+        with open(folder / offsets_file(split, side), "wb") as f:
             offsets.tofile(f)
             f.flush()
             os.fsync(f.fileno())
@@ -220,7 +220,7 @@ def prepare_corpus(cfg, out: str | os.PathLike, sample: int = DEFAULT_SAMPLE,
         else:
             n = digest = None
             bpe_pairs = 0
-        (scratch / "spm.model").write_bytes(tokenizer.serialized())
+        (scratch / VOCABULARY).write_bytes(tokenizer.serialized())
         dtype = "uint16" if tokenizer.vocab_size <= 1 << 16 else "int32"
         log(f"{time.perf_counter() - start:.0f} s: encoding with {workers} worker process(es)")
         encoder = _Encoder(tokenizer, workers, dtype)
@@ -236,14 +236,12 @@ def prepare_corpus(cfg, out: str | os.PathLike, sample: int = DEFAULT_SAMPLE,
         if n is not None and (splits["train"]["pairs"], splits["train"]["sha256"]) != (n, digest):
             raise InputError(f"the training split of {cfg.corpus} changed while it was being "
                              f"prepared ({n:,} pairs, then {splits['train']['pairs']:,})")
-        (scratch / "valid.json").write_text(json.dumps(
+        (scratch / VALID_TEXT).write_text(json.dumps(
             {side: [pair[i] for pair in text] for i, side in enumerate(SIDES)},
             ensure_ascii=False), encoding="utf-8")
-        manifest = {"format": FORMAT, "version": VERSION, "settings": settings,
-                    "dtype": dtype, "vocab_size": tokenizer.vocab_size,
-                    "vocabulary": tokenizer.fingerprint,
-                    "bpe_pairs": bpe_pairs, "splits": splits,
-                    "seconds": round(time.perf_counter() - start, 1)}
-        (scratch / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+        (scratch / MANIFEST).write_text(manifest_text({
+            "settings": settings, "dtype": dtype, "vocab_size": tokenizer.vocab_size,
+            "vocabulary": tokenizer.fingerprint, "bpe_pairs": bpe_pairs, "splits": splits,
+            "seconds": round(time.perf_counter() - start, 1)}), encoding="utf-8")
     log(f"prepared {cfg.corpus} into {out} in {time.perf_counter() - start:.0f} s")
     return out

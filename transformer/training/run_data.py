@@ -29,7 +29,7 @@ from ..data import CorpusStream, ParallelCorpus
 from ..tokenizer import Tokenizer, same_vocabulary
 from .config import TrainConfig, TrainingError
 from .distributed import Distributed
-from .corpus_files import PREPARED_SPLITS, PreparedCorpus, is_prepared
+from .corpus_files import PREPARED_SPLITS, VOCABULARY, PreparedCorpus, is_prepared
 from .prepare import prepare_corpus
 from .run_folder import RunFolder
 from .vocabulary import train_tokenizer
@@ -154,10 +154,10 @@ def from_prepared(folder: Path, cfg, dist, run, identity: dict,
                             f"pieces but --vocab-size is {cfg.vocab_size}")
     resuming = run.exists() and run.tokenizer_file.exists()
     if resuming and not same_vocabulary(run.tokenizer(), own):
-        raise TrainingError(f"{run.tokenizer_file} is not {folder / 'spm.model'}, the "
+        raise TrainingError(f"{run.tokenizer_file} is not {folder / VOCABULARY}, the "
                             f"vocabulary the prepared corpus was encoded with")
     if tokenizer is not None and not same_vocabulary(tokenizer, own):
-        raise TrainingError(f"the tokenizer handed in is not {folder / 'spm.model'}, the "
+        raise TrainingError(f"the tokenizer handed in is not {folder / VOCABULARY}, the "
                             f"vocabulary the prepared corpus was encoded with")
     for split in PREPARED_SPLITS:
         if store.pairs(split) == 0:
