@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from transformer.batching import (Batch, BatchIterator, BatchPlan, collate, pack, pad,
                                   padding_fraction, token_batches)
-from transformer.training.prepared import RaggedIds
+from transformer.training.corpus_files import RaggedIds
 from transformer.config import BOS_ID, EOS_ID, PAD_ID
 from transformer.data import load_corpus
 from transformer.tokenizer import Tokenizer

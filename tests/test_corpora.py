@@ -11,7 +11,8 @@ import pytest
 
 from corpus_host import multi30k_host, offline_files
 from transformer import corpora, data
-from transformer.corpora import CORPORA, data_dir, fetch, normalised_text, verify
+from transformer.corpora import (CORPORA, FileCorpus, data_dir, fetch, fetching,
+                                 normalised_text, verify)
 from transformer.data import load_corpus
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,7 +34,7 @@ def test_the_data_root_is_the_argument_then_the_environment_then_the_home_cache(
         tmp_path, monkeypatch):
     monkeypatch.setenv("TRANSFORMER_DATA", str(tmp_path / "env"))
     assert data_dir(tmp_path / "arg") == tmp_path / "arg"
-    assert data.data_dir is data_dir                     # one rule, one home
+    assert not hasattr(data, "data_dir")                # one rule, one home
     assert data_dir() == tmp_path / "env"
     monkeypatch.delenv("TRANSFORMER_DATA")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
@@ -54,6 +55,9 @@ def test_no_path_of_our_machines_is_in_the_package():
 # ------------------------------------------------------------------ what is pinned
 def test_each_corpus_is_pinned_file_by_file_with_its_source_and_licence():
     for c in CORPORA.values():
+        assert c.licence and c.attribution and c.title, c.name
+        if not isinstance(c, FileCorpus):
+            continue
         assert set(c.sha256) == set(corpora.FILES), c.name
         assert all(len(h) == 64 and int(h, 16) >= 0 for h in c.sha256.values())
         assert c.licence and c.attribution and c.title
@@ -63,7 +67,7 @@ def test_each_corpus_is_pinned_file_by_file_with_its_source_and_licence():
 
 
 def test_the_pinned_text_is_the_offline_copy_the_records_were_measured_on(shared_data):
-    for name in CORPORA:
+    for name in corpora.fetched_names():
         assert verify(name, shared_data / name) == [], name
     shipped = corpora.SHIPPED / "tatoeba-en-de"
     for filename in corpora.FILES:                       # byte for byte, not only the text
@@ -159,6 +163,9 @@ def test_first_use_fetches_a_missing_corpus_and_a_mixture_fetches_each_part(tmp_
     assert data.corpus_folders("tatoeba-en-de", tmp_path) == [tmp_path / "tatoeba-en-de"]
     with pytest.raises(ValueError, match="unknown corpus 'wmt15'"):
         corpora.fetch("wmt15", tmp_path)
+    with pytest.raises(ValueError, match="wmt14 is read from the Hugging Face hub"):
+        corpora.fetch("wmt14", tmp_path)                 # in the registry, not of files
+    assert "wmt14" in CORPORA and "wmt14" not in corpora.fetched_names()
 
 
 def test_the_first_use_note_names_no_folder_of_this_machine(tmp_path, host, monkeypatch,
@@ -218,7 +225,7 @@ def test_a_fresh_clone_fetches_what_the_book_recipe_trains_on(tmp_path, host):
 def test_two_fetches_at_once_both_return_the_corpus(tmp_path, monkeypatch):
     # what torchrun's ranks do on first use: both fetch, the first to finish puts the
     # folder in place, and the other finds it there when it renames its own
-    real_read, other = corpora._read, []
+    real_read, other = fetching._read, []
 
     def read_then_let_the_other_finish(source, names, timeout, bar):
         if names[1] == corpora.FILES[-1] and not other:
@@ -226,7 +233,7 @@ def test_two_fetches_at_once_both_return_the_corpus(tmp_path, monkeypatch):
             other[0] = fetch("tatoeba-en-de", tmp_path)         # the other process, whole
         return real_read(source, names, timeout, bar)
 
-    monkeypatch.setattr(corpora, "_read", read_then_let_the_other_finish)
+    monkeypatch.setattr(fetching, "_read", read_then_let_the_other_finish)
     assert fetch("tatoeba-en-de", tmp_path) == other[0] == tmp_path / "tatoeba-en-de"
     assert verify("tatoeba-en-de", tmp_path / "tatoeba-en-de") == []
     assert listing(tmp_path) == ["tatoeba-en-de"]                # the loser's copy is gone
@@ -235,15 +242,15 @@ def test_two_fetches_at_once_both_return_the_corpus(tmp_path, monkeypatch):
 def _killed_fetch(root: Path) -> None:
     """A fetch of tatoeba-en-de into ``root`` killed (SIGKILL) after its second file."""
     code = ("import os, signal, sys\n"
-            "from transformer import corpora\n"
-            "real, calls = corpora.normalised_text, []\n"
+            "from transformer.corpora import fetching\n"
+            "real, calls = fetching.normalised_text, []\n"
             "def text(data, where):\n"
             "    calls.append(where)\n"
             "    if len(calls) == 3:\n"
             "        os.kill(os.getpid(), signal.SIGKILL)\n"
             "    return real(data, where)\n"
-            "corpora.normalised_text = text\n"
-            "corpora.fetch('tatoeba-en-de', sys.argv[1])\n")
+            "fetching.normalised_text = text\n"
+            "fetching.fetch('tatoeba-en-de', sys.argv[1])\n")
     done = subprocess.run([sys.executable, "-c", code, str(root)], timeout=120)
     assert done.returncode == -9
     assert listing(root) and "tatoeba-en-de" not in listing(root)   # its hidden folder

@@ -34,12 +34,12 @@ def test_corpus_folder_resolves_every_spelling(tmp_path, monkeypatch):
 def test_a_corpus_is_parsed_once_into_a_value(tmp_path):
     """What ``--corpus`` names, decided in one place: a registered name (fetched on first
     use), a hub corpus (read and prepared, no folder), a path, a mixture."""
-    from transformer.corpora import CORPORA, HUB_CORPORA
+    from transformer.corpora import CORPORA
     multi30k = CorpusSpec.parse("multi30k-en-de", tmp_path)
     assert multi30k.parts[0].fetched is CORPORA["multi30k-en-de"] and not multi30k.mixture
     assert multi30k.folder == tmp_path.resolve() / "multi30k-en-de" and multi30k.hub is None
     wmt = CorpusSpec.parse("wmt14", tmp_path)
-    assert wmt.hub is HUB_CORPORA["wmt14"] and wmt.folder is None and wmt.resolved() == "wmt14"
+    assert wmt.hub is CORPORA["wmt14"] and wmt.folder is None and wmt.resolved() == "wmt14"
     assert wmt.hub.prepared_folder(37000, 1, tmp_path) == tmp_path / "wmt14-prepared-v37000-s1"
     assert wmt.names() == ["wmt14"] and wmt.folders() == []
     mine = CorpusSpec.parse(tmp_path / "wmt14")          # a folder named so is a folder

@@ -32,7 +32,7 @@ from helpers import toy_run, write_pairs
 from transformer.data import load_corpus
 from transformer.tokenizer import Tokenizer
 from transformer.training.config import TrainConfig
-from transformer.training.prepare import batch_iterators
+from transformer.training.run_data import batch_iterators
 
 REPO = Path(__file__).resolve().parents[1]
 TORCHRUN = Path(sys.executable).parent / "torchrun"

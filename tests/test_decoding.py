@@ -7,8 +7,8 @@ import torch.nn.functional as F
 
 from helpers import toy_config
 from transformer import FastTransformer, Transformer
-from transformer.decoding import (beam_search, build_source_batch, greedy_decode,
-                                  length_penalty, sequence_scores)
+from transformer.decoding import (PAPER_SEARCH, Search, beam_search, build_source_batch, decode,
+                                  greedy_decode, length_penalty, sequence_scores)
 from transformer.translation import translate
 
 PAD, BOS, EOS = 0, 1, 2
@@ -268,6 +268,35 @@ def test_translate_restores_order_and_batches(copy_model):
     greedy = translate(copy_model, WordTokenizer(), sentences, beam_size=1, max_tokens=30)
     assert greedy == translate(copy_model, WordTokenizer(), sentences[::-1], beam_size=1)[::-1]
     assert translate(copy_model, WordTokenizer(), []) == []
+    # the search as one value: a keyword changes it for one call, as generate(config, **kw)
+    assert translate(copy_model, WordTokenizer(), sentences, Search(beam_size=1)) == greedy
+    assert translate(copy_model, WordTokenizer(), sentences, batch_size=5) == out
+
+
+def test_a_search_is_one_checked_value_that_decode_runs_and_json_carries(copy_model):
+    """Search carries the settings from the caller to the decoder: checked when made,
+    changed by name, written and read back as the export's manifest holds it; decode runs
+    greedy for a beam of 1 and beam search otherwise, with every setting it holds."""
+    assert PAPER_SEARCH == Search() and Search.from_dict(PAPER_SEARCH.to_dict()) == PAPER_SEARCH
+    assert PAPER_SEARCH.to_dict()["min_output_tokens"] == 1
+    wide = PAPER_SEARCH.replace(beam_size=3, alpha=0.0, max_extra=2, stopping="bound")
+    assert Search.from_dict(wide.to_dict()) == wide and PAPER_SEARCH.beam_size == 4
+    for bad in ({"beam_size": 0}, {"alpha": float("nan")}, {"max_extra": -1},
+                {"stopping": "never"}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            PAPER_SEARCH.replace(**bad)
+    with pytest.raises(TypeError, match="beam is not a search setting"):
+        PAPER_SEARCH.replace(beam=2)
+    with pytest.raises(ValueError, match="min_output_tokens"):
+        Search.from_dict({**PAPER_SEARCH.to_dict(), "min_output_tokens": 0})
+    gen = torch.Generator().manual_seed(3)
+    src = build_source_batch(random_sources(6, gen, min_len=2, max_len=7, vocab=20), PAD, EOS)
+    assert decode(copy_model, src, Search(beam_size=1, max_extra=2)) == \
+        greedy_decode(copy_model, src, max_extra=2)
+    assert decode(copy_model, src, wide) == \
+        beam_search(copy_model, src, beam_size=3, alpha=0.0, max_extra=2, stopping="bound")
+    with pytest.raises(TypeError, match="search must be"):
+        translate(copy_model, WordTokenizer(), ["w5"], 4)     # a setting goes by its name
 
 
 # ---------------------------------------------------------------- bad input

@@ -10,9 +10,9 @@ pytest.importorskip("onnxruntime")
 
 from transformer.data import load_corpus  # noqa: E402
 from transformer.decoding import beam_search, build_source_batch, greedy_decode  # noqa: E402
-from transformer.decoding import PAPER_SEARCH  # noqa: E402
+from transformer.decoding import PAPER_SEARCH, Search  # noqa: E402
 from transformer.tools.export import ExportError, export_model  # noqa: E402
-from transformer.tools.manifest import FILES, FORMAT, page_files, read_manifest  # noqa: E402
+from transformer.tools.manifest import FILES, FORMAT, page_files, read_manifest, search  # noqa: E402
 from transformer.tools.onnx_model import OnnxModel  # noqa: E402
 from transformer.fast import plain_form  # noqa: E402
 from transformer.recording import record_attention  # noqa: E402
@@ -56,9 +56,10 @@ def test_manifest_lists_the_files_the_vocabulary_and_the_decoding_settings(train
     assert len(manifest["vocabulary"]) == tokenizer.vocab_size == model.cfg.vocab_size
     assert manifest["scores"] == [tokenizer.sp.get_score(i) for i in range(tokenizer.vocab_size)]
     assert manifest["special_ids"] == {"pad": 0, "bos": 1, "eos": 2, "unk": 3}
-    search = manifest["decoding"]
-    assert (search["beam_size"], search["alpha"], search["max_extra"]) == (
-        PAPER_SEARCH.beam_size, PAPER_SEARCH.alpha, PAPER_SEARCH.max_extra)
+    assert manifest["decoding"] == PAPER_SEARCH.to_dict()          # the search, serialised
+    assert set(manifest["decoding"]) == {"beam_size", "alpha", "max_extra", "stopping",
+                                         "min_output_tokens"}     # the names search.js reads
+    assert search(manifest) == PAPER_SEARCH
     assert manifest["config"]["d_model"] == 64
 
 
@@ -103,10 +104,13 @@ def test_greedy_and_beam_4_give_the_torch_models_token_ids(trained, test_sources
 def test_export_command_and_its_errors(trained, tmp_path):
     _, _, out = trained
     run = subprocess.run([sys.executable, "-m", "transformer", "export",
-                          str(out / "average.pt"), "--out", str(tmp_path / "web")],
+                          str(out / "average.pt"), "--out", str(tmp_path / "web"),
+                          "--beam", "2", "--alpha", "1.0"],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert "checked against torch" in run.stdout and (tmp_path / "web" / "decoder.onnx").is_file()
+    # the command line's one Search is the search the page runs
+    assert search(read_manifest(tmp_path / "web")) == Search(beam_size=2, alpha=1.0)
     missing = subprocess.run([sys.executable, "-m", "transformer", "export",
                               str(tmp_path / "nope.pt"), "--out", str(tmp_path / "x")],
                              capture_output=True, text=True, timeout=300)
@@ -170,6 +174,8 @@ def test_an_unknown_weight_form_is_refused(trained, tmp_path):
     model, tokenizer, _ = trained
     with pytest.raises(ExportError, match="unknown weight form"):
         export_model(model, tokenizer, tmp_path, weights="int4")
+    with pytest.raises(ExportError, match="'count' rule only"):     # the page's search's
+        export_model(model, tokenizer, tmp_path, search=Search(stopping="bound"))
 
 
 def test_int8_rounds_each_weight_to_the_nearest_step_of_its_rows_scale():

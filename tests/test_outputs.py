@@ -205,13 +205,13 @@ def test_two_translations_into_one_output_leave_one_whole_file(capsys, toy, tmp_
 # ------------------------------------------------------ leftovers of a killed run
 KILLED_PREPARE = """
 import os, signal, sys
-import transformer.training.prepared as prepared
-write = prepared._write_split
+import transformer.training.prepare as prepare
+write = prepare._write_split
 def killed_at_valid(stream, split, *args):
     if split == "valid":                      # the train split is encoded: SIGKILL now
         os.kill(os.getpid(), signal.SIGKILL)
     return write(stream, split, *args)
-prepared._write_split = killed_at_valid
+prepare._write_split = killed_at_valid
 from transformer.tools import cli
 cli.main(sys.argv[1:])
 """

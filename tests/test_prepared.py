@@ -1,6 +1,6 @@
 """Large corpora: WMT14 read offline in the hub's format, a corpus prepared once into
-memory-mapped token ids (transformer.training.prepared), read by two processes, and
-trained on with the same batches as the in-memory path."""
+memory-mapped token ids (transformer.training.prepare writes them, .corpus_files reads
+them), read by two processes, and trained on with the same batches as the in-memory path."""
 from __future__ import annotations
 
 import gzip
@@ -19,8 +19,9 @@ from helpers import toy_run, write_pairs
 from transformer.data import CorpusStream, load_corpus, load_wmt14
 from transformer.training.config import TrainingError
 from transformer.training.loop import Trainer
-from transformer.corpora import HUB_CORPORA
-from transformer.training.prepared import PreparedCorpus, RaggedIds, _sample_pairs, prepare_corpus
+from transformer.corpora import CORPORA
+from transformer.training.corpus_files import PreparedCorpus, RaggedIds
+from transformer.training.prepare import _sample_pairs, prepare_corpus
 from transformer.tools import cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -211,7 +212,7 @@ def test_train_on_wmt14_prepares_it_once(wmt14, tmp_path):
                      max_updates=1, max_tokens=64, update_tokens=64)
     with pytest.warns(UserWarning, match="dropped 1 of 5"):
         trainer = Trainer.from_config(cfg)
-    folder = HUB_CORPORA["wmt14"].prepared_folder(40, cfg.seed, cfg.data_root)
+    folder = CORPORA["wmt14"].prepared_folder(40, cfg.seed, cfg.data_root)
     assert PreparedCorpus(folder).pairs("train") == 4
     assert trainer.train_iter.src_ids.ids.filename == folder / "train.en.ids"   # mapped
     assert trainer.fit()["step"] == 1
@@ -268,7 +269,7 @@ def test_a_folder_prepared_with_the_bare_hex_fingerprint_still_loads_and_is_reus
 # still hold the mapping, how the ids' pages are counted in its memory (/proc/self/smaps).
 READER = textwrap.dedent('''
     import hashlib, json, sys
-    from transformer.training.prepared import PreparedCorpus
+    from transformer.training.corpus_files import PreparedCorpus
     store = PreparedCorpus(sys.argv[1])
     it = store.batch_iterator("train", "en-de", max_tokens=300, seed=5)
     digest = hashlib.sha256()
@@ -327,7 +328,7 @@ def test_other_ranks_wait_for_rank_0_to_prepare_wmt14(wmt14, tmp_path, monkeypat
     the others poll for its manifest, which appears only once the folder is whole."""
     import threading
     import types
-    from transformer.training import prepare as module
+    from transformer.training import run_data as module
     monkeypatch.setattr(module.time, "sleep", lambda s: threading.Event().wait(0.05))
     cfg = toy_settings("wmt14", tmp_path / "run", data_root=str(tmp_path / "data"), vocab_size=40)
     rank0 = threading.Timer(0.3, lambda: module.prepared_folder(cfg, types.SimpleNamespace(
@@ -336,5 +337,5 @@ def test_other_ranks_wait_for_rank_0_to_prepare_wmt14(wmt14, tmp_path, monkeypat
     with pytest.warns(UserWarning, match="dropped 1"):
         folder = module.prepared_folder(cfg, types.SimpleNamespace(main=False, rank=1))
         rank0.join()
-    assert folder == HUB_CORPORA["wmt14"].prepared_folder(40, cfg.seed, cfg.data_root)
+    assert folder == CORPORA["wmt14"].prepared_folder(40, cfg.seed, cfg.data_root)
     assert PreparedCorpus(folder).pairs("train") == 4

@@ -1,7 +1,7 @@
 """Every branch of the prepared corpus's on-disk format round-trips exactly (issue 45, item 3).
 
 ``python -m transformer prepare`` stores token ids as uint16 when the vocabulary has at most
-65,536 pieces and as int32 above (transformer/training/prepared.py); the ids are encoded in
+65,536 pieces and as int32 above (transformer/training/corpus_files.py); the ids are encoded in
 this process or in worker processes; a split may hold no pairs; a side is read as source or
 target by the direction. A vocabulary of more than 65,536 pieces is a real SentencePiece
 model here, built directly (a word-level model whose pieces are ``w4``, ``w5``, ...), so
@@ -17,7 +17,8 @@ from sentencepiece import sentencepiece_model_pb2 as spm_pb
 from transformer.batching import BatchIterator
 from transformer.tokenizer import Tokenizer
 from transformer.training.config import TrainConfig
-from transformer.training.prepared import PreparedCorpus, prepare_corpus
+from transformer.training.corpus_files import PreparedCorpus
+from transformer.training.prepare import prepare_corpus
 
 UINT16_PIECES = 1 << 16               # the most pieces uint16 ids can number (0 .. 65,535)
 

@@ -11,7 +11,7 @@ turns those index lists into padded tensors, epoch after epoch, and can resume
 mid-epoch with exactly the batches an uninterrupted run would have seen.
 
 This module is the one batcher of the package: the ids may be lists in memory or a
-prepared corpus's memory-mapped arrays (:class:`~transformer.training.prepared.RaggedIds`),
+prepared corpus's memory-mapped arrays (:class:`~transformer.training.corpus_files.RaggedIds`),
 and decoding packs and pads its sources with the same :func:`pack` and :func:`pad`.
 """
 from __future__ import annotations

@@ -12,8 +12,9 @@ without), its valid split each part's valid split once, and it has no test split
 corpus is scored on its own). :func:`concatenate_corpora` writes such a combination into
 one folder instead (for a machine that reads folders only).
 
-``data_dir()`` is ``--data-root`` (the ``root`` arguments), else the ``TRANSFORMER_DATA``
-environment variable, else ``~/.cache/transformer/data``. A corpus the project knows
+``data_dir()`` (:func:`transformer.corpora.data_dir`) is ``--data-root`` (the ``root``
+arguments), else the ``TRANSFORMER_DATA`` environment variable, else
+``~/.cache/transformer/data``. A corpus the project knows
 (:mod:`transformer.corpora`: Multi30k, Tatoeba) is fetched into it on first use.
 
 What a corpus name means (a folder, a mixture, WMT14) is decided once, by
@@ -34,7 +35,7 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from .corpora import CorpusSpec, data_dir  # noqa: F401  (the data root, read here by chapter 2)
+from .corpora.spec import CorpusSpec
 from .errors import InputError
 from .output import open_output
 
@@ -137,8 +138,8 @@ def load_corpus(name: str | os.PathLike, split: str, direction: str = "en-de",
                 root: str | os.PathLike | None = None) -> ParallelCorpus:
     """Load one split of a corpus folder.
 
-    ``name`` is a folder under :func:`data_dir` (``"multi30k-en-de"``, ``"tatoeba-en-de"``)
-    or a path (a ``Path``, or a string with a ``/``) to a folder holding
+    ``name`` is a folder under the data root (:func:`~transformer.corpora.data_dir`:
+    ``"multi30k-en-de"``, ``"tatoeba-en-de"``) or a path (a ``Path``, or a string with a ``/``) to a folder holding
     ``{split}.src(.gz)`` and ``{split}.tgt(.gz)``; ``split`` is train, valid or test. The files
     store English as source; ``direction="de-en"`` swaps the sides. The name ``"wmt14"``
     loads WMT14 English-German through Hugging Face ``datasets`` (:func:`load_wmt14`).

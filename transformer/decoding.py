@@ -4,6 +4,10 @@
 maximum output length during inference to input length + 50, but terminate early when
 possible."
 
+* :class:`Search` is the one value that carries a search's settings (beam size, length
+  penalty, length margin, stopping rule) from the caller (the command line builds one from
+  its options) to :func:`decode`, which runs :func:`greedy_decode` or :func:`beam_search`
+  with it; :data:`PAPER_SEARCH` is section 6.1's.
 * :func:`greedy_decode` takes the most probable token at every step.
 * :func:`beam_search` keeps ``beam_size`` hypotheses per sentence and ranks finished ones
   by the GNMT length-normalised score ``log P(Y) / lp(Y)``, ``lp(Y) = ((5 + |Y|) / 6)^alpha``
@@ -46,10 +50,11 @@ Beam search stopping rule (``stopping``):
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 import torch
 
@@ -58,22 +63,10 @@ from .fast.kv_cache import KVCache
 from .validation import check_tokens
 from .errors import InputError
 
-__all__ = ["greedy_decode", "beam_search", "length_penalty", "check_search", "sequence_scores",
-           "build_source_batch", "Search", "PAPER_SEARCH"]
+__all__ = ["greedy_decode", "beam_search", "decode", "length_penalty", "check_search",
+           "sequence_scores", "build_source_batch", "Search", "PAPER_SEARCH"]
 
-
-@dataclass(frozen=True)
-class Search:
-    """The settings of a search: hypotheses kept per sentence, the length penalty's
-    exponent, and how many tokens an output may exceed its input by."""
-    beam_size: int
-    alpha: float
-    max_extra: int
-
-
-PAPER_SEARCH = Search(beam_size=4, alpha=0.6, max_extra=50)
-"""Section 6.1's search, the one home of these numbers: the functions below, the command
-line, the export (and through its manifest the page) and the ablation read it."""
+STOPPING = ("count", "bound")             # the beam's stopping rules (module docstring)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -120,11 +113,11 @@ def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def check_search(beam_size=None, alpha=None, max_extra=None) -> None:
+def check_search(beam_size=None, alpha=None, max_extra=None, stopping=None) -> None:
     """The one check of the search settings (each that is given): ``beam_size`` a positive
-    integer, ``alpha`` a finite number >= 0, ``max_extra`` an integer >= 0. Raises
-    ``ValueError`` naming the setting and the value; the decoders, :func:`translate` and
-    the command line's options all call it."""
+    integer, ``alpha`` a finite number >= 0, ``max_extra`` an integer >= 0, ``stopping``
+    one of :data:`STOPPING`. Raises ``ValueError`` naming the setting and the value;
+    :class:`Search`, the decoders and the command line's options all call it."""
     if beam_size is not None and not (_is_int(beam_size) and beam_size >= 1):
         raise InputError(f"beam_size must be a positive integer, got {beam_size!r}")
     if alpha is not None and not (isinstance(alpha, (int, float)) and not isinstance(alpha, bool)
@@ -132,6 +125,60 @@ def check_search(beam_size=None, alpha=None, max_extra=None) -> None:
         raise InputError(f"alpha (length penalty) must be a finite number >= 0, got {alpha!r}")
     if max_extra is not None and not (_is_int(max_extra) and max_extra >= 0):
         raise InputError(f"max_extra must be a non-negative integer, got {max_extra!r}")
+    if stopping is not None and stopping not in STOPPING:
+        raise InputError(f"stopping must be 'count' or 'bound', got {stopping!r}")
+
+
+@dataclass(frozen=True)
+class Search:
+    """The settings of a search, one value from whoever asks (the command line builds one
+    from ``--beam``, ``--alpha`` and ``--max-extra``) to :func:`decode`: hypotheses kept per
+    sentence (1: greedy), the length penalty's exponent, how many tokens an output may
+    exceed its input by, and the beam's stopping rule. The defaults are section 6.1's
+    (:data:`PAPER_SEARCH`). Checked when made (:func:`check_search`); :meth:`replace` is a
+    copy with some settings changed, :meth:`to_dict` and :meth:`from_dict` its JSON form
+    (the ``decoding`` of an export's manifest, which the page searches with)."""
+    beam_size: int = 4
+    alpha: float = 0.6
+    max_extra: int = 50
+    stopping: str = "count"
+    MIN_OUTPUT_TOKENS: ClassVar[int] = 1   # EOS is never the first token (module docstring)
+
+    def __post_init__(self):
+        check_search(self.beam_size, self.alpha, self.max_extra, self.stopping)
+
+    def replace(self, **changes) -> "Search":
+        """This search with the settings ``changes`` (``beam_size=1``, ...); a name that is
+        not a setting raises TypeError naming the settings."""
+        names = [f.name for f in dataclasses.fields(self)]
+        unknown = sorted(set(changes) - set(names))
+        if unknown:
+            raise TypeError(f"{', '.join(unknown)} is not a search setting (a Search has "
+                            f"{', '.join(names)})")
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        """The JSON form: each setting, and the minimum output length the search keeps."""
+        return {**dataclasses.asdict(self), "min_output_tokens": self.MIN_OUTPUT_TOKENS}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Search":
+        """The search of :meth:`to_dict`'s ``data``; InputError names what is wrong."""
+        data = dict(data)
+        minimum = data.pop("min_output_tokens", cls.MIN_OUTPUT_TOKENS)
+        if minimum != cls.MIN_OUTPUT_TOKENS:
+            raise InputError(f"min_output_tokens {minimum!r}: this package's search keeps "
+                             f"{cls.MIN_OUTPUT_TOKENS}")
+        try:
+            return cls().replace(**data)
+        except TypeError as exc:
+            raise InputError(str(exc)) from None
+
+
+PAPER_SEARCH = Search()
+"""Section 6.1's search: "beam search with a beam size of 4 and length penalty alpha = 0.6
+... maximum output length ... input length + 50". The command line, the export (and
+through its manifest the page) and the ablation start from it."""
 
 
 def _max_lengths(model, src: torch.Tensor, max_extra: int) -> torch.Tensor:
@@ -216,9 +263,7 @@ def beam_search(model, src: torch.Tensor, beam_size: int = PAPER_SEARCH.beam_siz
                 stopping: str = "count") -> list[list[int]]:
     """Batched beam search with the GNMT length penalty; returns each sentence's best
     hypothesis (ids without BOS/EOS). See the module docstring for ``stopping``."""
-    check_search(beam_size, alpha, max_extra)
-    if stopping not in ("count", "bound"):
-        raise ValueError(f"stopping must be 'count' or 'bound', got {stopping!r}")
+    check_search(beam_size, alpha, max_extra, stopping)
     cfg = model.cfg
     V, k, eos = cfg.tgt_vocab_size, beam_size, cfg.eos_id
     if 2 * k > k * V:
@@ -304,6 +349,19 @@ def beam_search(model, src: torch.Tensor, beam_size: int = PAPER_SEARCH.beam_siz
             best = max(hyps, key=lambda h: h[0])      # first of equals: earliest, best raw
             results.append(best[1])
         return results
+
+
+def decode(model, src: torch.Tensor, search: Search = PAPER_SEARCH,
+           use_cache: bool | None = None) -> list[list[int]]:
+    """The outputs of ``search`` over the batch ``src``: :func:`greedy_decode` for a beam of
+    1 with the "count" rule (the same search, faster), else :func:`beam_search`."""
+    if not isinstance(search, Search):
+        raise TypeError(f"search must be a transformer.decoding.Search, got "
+                        f"{type(search).__name__}")
+    if search.beam_size == 1 and search.stopping == "count":
+        return greedy_decode(model, src, max_extra=search.max_extra, use_cache=use_cache)
+    return beam_search(model, src, beam_size=search.beam_size, alpha=search.alpha,
+                       max_extra=search.max_extra, use_cache=use_cache, stopping=search.stopping)
 
 
 def sequence_scores(model, src: torch.Tensor, hypotheses: Sequence[Sequence[int]]) -> torch.Tensor:

@@ -13,7 +13,7 @@ measured at the same time: ``benchmarks.book.Frames``) and while it translates a
 255-token one and draws its map (the longest task: the map's drawing); then the page
 loaded again, and the bytes that second visit downloaded. Then the same
 sentence through ``python -m transformer translate`` (wall time of the command, start-up
-included) and through ``transformer.decoding.translate`` in this process (torch,
+included) and through ``transformer.translation.translate`` in this process (torch,
 ``--threads``). ``--record PATH`` keeps the result there under ``--label``, with its
 provenance.
 

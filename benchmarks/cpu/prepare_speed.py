@@ -49,7 +49,7 @@ RANK = textwrap.dedent('''
             peak["RssAnon"] = max(peak["RssAnon"], status()["RssAnon"])
     threading.Thread(target=sample, daemon=True).start()
     import torch
-    from transformer.training.prepared import PreparedCorpus
+    from transformer.training.corpus_files import PreparedCorpus
     from transformer.training.recipes import recipe
     from transformer.measuring.timing import Stopwatch
     torch.set_num_threads(1)
@@ -86,7 +86,8 @@ RANK = textwrap.dedent('''
 
 def synthetic_corpus(folder: Path, pairs: int, join: int, seed: int = 0) -> dict:
     """Tatoeba's train pairs joined ``join`` at a time, to ``pairs`` pairs; valid as is."""
-    from transformer.data import data_dir, load_corpus
+    from transformer.corpora import data_dir
+    from transformer.data import load_corpus
     train = load_corpus("tatoeba-en-de", "train")
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)

@@ -35,7 +35,7 @@ from pathlib import Path
 import torch
 
 from ..config import ModelConfig
-from ..decoding import PAPER_SEARCH
+from ..decoding import PAPER_SEARCH, Search
 from ..translation import translate
 from ..errors import InputError
 from ..evaluate import score
@@ -46,7 +46,7 @@ from ..tokenizer import Tokenizer, same_vocabulary, vocabulary_fingerprint
 from ..training.config import LossDiverged, TrainConfig, TrainingError
 from ..training.loop import Trainer
 from ..training.precision import resolve_precision
-from ..training.prepare import load_split
+from ..training.run_data import load_split
 from ..training.vocabulary import train_tokenizer
 from ..provenance import git_commit
 from ..provenance import provenance as machine_provenance
@@ -234,11 +234,10 @@ def done(data: dict, row: Row, seed: int) -> bool:
 
 
 # ---------------------------------------------------------------- one row
-def run_row(row: Row, cfg: TrainConfig, tokenizer, *, beam: int = PAPER_SEARCH.beam_size,
-            alpha: float = PAPER_SEARCH.alpha,
+def run_row(row: Row, cfg: TrainConfig, tokenizer, *, search: Search = PAPER_SEARCH,
             bleu_sentences: int = 0) -> dict:
     """Train (or resume) ``row`` and score its last checkpoint on the valid split: dev
-    perplexity, and sacreBLEU of beam search (as the paper: no checkpoint averaging)."""
+    perplexity, and sacreBLEU of ``search`` (as the paper: no checkpoint averaging)."""
     trainer = Trainer.from_config(cfg, tokenizer=tokenizer)
     entry = {"row": row.name, "group": row.group, "label": row.label, "seed": cfg.seed,
              "model": dict(row.model), "train": dict(row.train),
@@ -257,8 +256,8 @@ def run_row(row: Row, cfg: TrainConfig, tokenizer, *, beam: int = PAPER_SEARCH.b
     valid = trainer.valid
     n = bleu_sentences or len(valid.src)
     start = time.perf_counter()
-    hyps = translate(trainer.model, trainer.tokenizer, valid.src[:n], beam_size=beam,
-                     alpha=alpha, device=trainer.device)
+    hyps = translate(trainer.model, trainer.tokenizer, valid.src[:n], search,
+                     device=trainer.device)
     scored = score(hyps, valid.tgt[:n])
     return {**entry, "diverged": False, "updates": trainer.step,
             "train_seconds": round(trainer.train_seconds, 1),
@@ -288,8 +287,7 @@ def start_row_apart(row: Row, cfg: TrainConfig, spm: Path, **kwargs):
 
 # -------------------------------------------------------------- the table
 def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int | None = None,
-              seed: int = 1, command: str | None = None, beam: int = PAPER_SEARCH.beam_size,
-              alpha: float = PAPER_SEARCH.alpha,
+              seed: int = 1, command: str | None = None, search: Search = PAPER_SEARCH,
               bleu_sentences: int = 0, log=print, budget: str = "cpu", base_seeds: int = 1,
               jobs: int = 1, time_budget_s: float = 0, **settings) -> dict:
     """Train and score ``rows`` (skipping those ``results.json`` already holds) with
@@ -315,7 +313,7 @@ def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int | Non
     data = results.read()
     shared = {**budget_train(budget), **{k: v for k, v in settings.items()
                                          if k not in ("threads", "data_root", "device")},
-              "updates": updates, "beam": beam, "alpha": alpha,
+              "updates": updates, **_search_settings(search),
               "bleu_sentences": bleu_sentences}
     if BUDGETS[budget].model:
         shared["model"] = dict(BUDGETS[budget].model)
@@ -371,12 +369,21 @@ def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int | Non
             break
         cfg = row_config(row, out, seed=row_seed, updates=updates, budget=budget, **settings)
         log(f"{row.name} seed {row_seed}: {row.label} ...")
-        running[start_row_apart(row, cfg, spm, beam=beam, alpha=alpha,
+        running[start_row_apart(row, cfg, spm, search=search,
                                 bleu_sentences=bleu_sentences)] = (row, row_seed,
                                                                    time.monotonic())
     while running:
         data, longest = _collect(running, results, log, longest)
     return results.read()
+
+
+def _search_settings(search: Search) -> dict:
+    """The search as a table's shared settings record it: ``beam`` and ``alpha`` (the names
+    of the tables written so far, which resume only when these are equal), and each other
+    setting only where it is not the paper's."""
+    return {"beam": search.beam_size, "alpha": search.alpha,
+            **{k: v for k, v in search.to_dict().items()
+               if k not in ("beam_size", "alpha") and v != PAPER_SEARCH.to_dict()[k]}}
 
 
 def _collect(running: dict, results: ResultsFile, log, longest: float):

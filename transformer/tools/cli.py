@@ -35,7 +35,8 @@ from pathlib import Path
 import torch
 
 from ..checkpoint import average_checkpoints, checkpoint_file, save_checkpoint, step_checkpoints
-from ..corpora import CORPORA, fetch
+from ..corpora.fetching import fetch
+from ..corpora.registry import fetched_names
 from ..data import load_corpus
 from ..decoding import PAPER_SEARCH, check_search
 from ..doubt import cross_attention, doubt
@@ -48,7 +49,8 @@ from ..training.command import train_command  # noqa: F401  (chapter 7 imports i
 from ..training.command import train_config
 from ..training.config import MAX_SEED, MIN_VOCABULARY, TrainConfig, TrainingError
 from ..training.loop import Trainer
-from ..training.prepared import DEFAULT_SAMPLE, PreparedCorpus, prepare_corpus
+from ..training.corpus_files import PreparedCorpus
+from ..training.prepare import DEFAULT_SAMPLE, prepare_corpus
 from ..training.recipes import RECIPES, describe, recipe
 from .ablation import BUDGETS, GROUPS, run_table, select_rows
 from .export import export_checkpoint
@@ -87,19 +89,37 @@ def _search(kind, setting: str, low: int):
     return bounded(kind, low, check=lambda value: check_search(**{setting: value}))
 
 
-def _add_search(p, beam_help: str = "beam size (1 = greedy)") -> None:
-    """``--beam`` and ``--alpha``: the search settings of section 6.1."""
+SEARCH_OPTIONS = {"beam_size": "beam", "alpha": "alpha", "max_extra": "max_extra"}
+"""Each search setting a command may take, by the option's name in ``args``."""
+
+
+def _add_search(p, beam_help: str = "beam size (1 = greedy)", max_extra: bool = True) -> None:
+    """``--beam``, ``--alpha`` and (with ``max_extra``) ``--max-extra``: the search settings
+    of section 6.1, which :func:`main` gathers into one :class:`~transformer.decoding.Search`
+    (``args.search``) before the command runs."""
     p.add_argument("--beam", type=_search(int, "beam_size", 1), default=PAPER_SEARCH.beam_size,
                    help=beam_help)
     p.add_argument("--alpha", type=_search(float, "alpha", 0), default=PAPER_SEARCH.alpha,
                    help="length penalty exponent (section 6.1)")
+    if max_extra:
+        p.add_argument("--max-extra", type=_search(int, "max_extra", 0),
+                       default=PAPER_SEARCH.max_extra,
+                       help="output length limit: source length + this")
+
+
+def gather_search(args) -> None:
+    """``args.search``: the one :class:`~transformer.decoding.Search` of the command's
+    search options (those it lacks at the paper's), which replaces them in ``args``; a
+    command without search options is left as it is."""
+    given = {setting: vars(args).pop(name) for setting, name in SEARCH_OPTIONS.items()
+             if name in vars(args)}
+    if given:
+        args.search = PAPER_SEARCH.replace(**given)
 
 
 def _decode_args(p):
     p.add_argument("checkpoint", help="a checkpoint file (e.g. run/average.pt)")
     _add_search(p)
-    p.add_argument("--max-extra", type=_search(int, "max_extra", 0), default=PAPER_SEARCH.max_extra,
-                   help="output length limit: source length + this")
     p.add_argument("--tokenizer", default=None,
                    help="the vocabulary (spm.model) of a checkpoint that carries neither its "
                         "tokenizer nor its fingerprint (written by an older version): you "
@@ -137,8 +157,8 @@ def add_fetch(sub):
                        description="Fetch each corpus into the data dir, checking every "
                                    "file's SHA-256; a folder already there is checked, "
                                    "never replaced.")
-    p.add_argument("corpora", nargs="+", choices=sorted(CORPORA), metavar="CORPUS",
-                   help=f"one or more of: {', '.join(sorted(CORPORA))}")
+    p.add_argument("corpora", nargs="+", choices=fetched_names(), metavar="CORPUS",
+                   help=f"one or more of: {', '.join(fetched_names())}")
     add_common(p, "data_root")
     p.add_argument("--url", help="a mirror of a downloaded corpus (default: its source, or "
                                  "$TRANSFORMER_MULTI30K_URL for Multi30k)")
@@ -220,7 +240,7 @@ def add_prepare(sub):
         description="Read the train and valid splits of a corpus in pieces, train the BPE "
         "vocabulary on a random sample of pairs, encode every pair and write OUT: token ids "
         "and offsets per language, spm.model and prepared.json "
-        "(transformer/training/prepared.py). Train from it with --corpus OUT: every "
+        "(transformer/training/corpus_files.py). Train from it with --corpus OUT: every "
         "process (every GPU under torchrun) maps the same files. --corpus wmt14 is prepared "
         "this way on first use by train itself.")
     p.add_argument("--corpus", default=None,
@@ -245,7 +265,8 @@ def add_prepare(sub):
 
 
 def cmd_prepare(args):
-    """``prepare``: a corpus into memory-mapped token ids (transformer.training.prepared)."""
+    """``prepare``: a corpus into memory-mapped token ids (transformer.training.prepare; the
+    format, transformer.training.corpus_files)."""
     given = {k: v for k, v in (("corpus", args.corpus), ("vocab_size", args.vocab_size),
                                ("seed", args.seed), ("data_root", args.data_root))
              if v is not None}
@@ -306,8 +327,7 @@ def cmd_translate(args):
         # opened before reading and decoding: a path that cannot be written fails at once
         sink = open_output(args.output)
         lines = read_sentences(args.input)
-        for done in translations(model, tokenizer, lines, beam_size=args.beam,
-                                 alpha=args.alpha, max_extra=args.max_extra,
+        for done in translations(model, tokenizer, lines, args.search,
                                  device=next(model.parameters()).device):
             with ctrl_c.held():
                 sink.write(done.text + "\n")
@@ -362,15 +382,15 @@ def cmd_evaluate(args):
         hypotheses, record = (outputs.enter_context(open_output(path)) if path else None
                               for path in (args.hypotheses, args.json))
         start = time.perf_counter()
-        hyps = translate(model, tokenizer, src, beam_size=args.beam, alpha=args.alpha,
-                         max_extra=args.max_extra, device=next(model.parameters()).device)
+        hyps = translate(model, tokenizer, src, args.search,
+                         device=next(model.parameters()).device)
         seconds = time.perf_counter() - start
         if hypotheses is not None:
             hypotheses.write("".join(h + "\n" for h in hyps))
         result = score(hyps, ref)
         print(format_score(result))
         print(f"{len(src)} sentences of {args.corpus}/{args.split} ({args.direction}), beam "
-              f"{args.beam}, alpha {args.alpha}, {seconds:.1f} s", flush=True)
+              f"{args.search.beam_size}, alpha {args.search.alpha}, {seconds:.1f} s", flush=True)
         if record is not None:
             record.write(record_text({
                 "provenance": provenance(shlex.join(["python", "-m", "transformer",
@@ -378,7 +398,8 @@ def cmd_evaluate(args):
                                          next(model.parameters()).device),
                 "checkpoint": str(args.checkpoint), "corpus": str(args.corpus),
                 "split": args.split, "direction": args.direction, "sentences": len(src),
-                "beam": args.beam, "alpha": args.alpha, "decode_seconds": round(seconds, 2),
+                "beam": args.search.beam_size, "alpha": args.search.alpha,
+                "max_extra": args.search.max_extra, "decode_seconds": round(seconds, 2),
                 **{k: v for k, v in result.items() if k != "n"}}))
 
 
@@ -421,6 +442,7 @@ def add_export(sub):
     p.add_argument("--weights", choices=["fp32", "fp16", "int8"], default="fp32",
                    help="how weights.bin stores the weight matrices (int8: one scale a row; "
                    "the graphs restore fp32 when loaded)")
+    _add_search(p, beam_help="the page's beam size (the manifest's decoding settings)")
     p.set_defaults(handler=cmd_export)
 
 
@@ -434,7 +456,7 @@ def cmd_export(args):
     try:
         ctrl_c.install()
         manifest = export_checkpoint(args.checkpoint, args.out, opset=args.opset,
-                                     weights=args.weights)
+                                     weights=args.weights, search=args.search)
         ctrl_c.holding = True              # the export is whole: report it, then stop
         sizes = ", ".join(f"{name} {entry['bytes'] / 2**20:.1f} MiB"
                           for name, entry in manifest["files"].items())
@@ -484,7 +506,7 @@ def add_ablate(sub):
                    help="seed of every row run by this command, the base's first (a second "
                         "seed gives error bars)")
     add_common(p, "corpus", "data_root", "device", "threads")
-    _add_search(p, beam_help="beam size of dev BLEU")
+    _add_search(p, beam_help="beam size of dev BLEU", max_extra=False)
     p.add_argument("--bleu-sentences", type=bounded(int, 0), default=0,
                    help="dev BLEU on the first N valid sentences (0: all)")
     p.set_defaults(handler=cmd_ablate)
@@ -498,7 +520,7 @@ def cmd_ablate(args):
                 if v is not None}
     command = shlex.join(["python", "-m", "transformer", *args.argv])
     data = run_table(rows, args.out, updates=args.updates, seed=args.seed, command=command,
-                     beam=args.beam, alpha=args.alpha, bleu_sentences=args.bleu_sentences,
+                     search=args.search, bleu_sentences=args.bleu_sentences,
                      budget=args.budget, base_seeds=args.base_seeds, jobs=args.jobs,
                      time_budget_s=args.time_budget_min * 60, **settings)
     missing = [f"{row.name}" for row in rows
@@ -619,6 +641,7 @@ def main(argv=None):
     asking for a report, and status 1."""
     args = build_parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
+    gather_search(args)
     try:
         args.handler(args)
     except Interrupted as exc:

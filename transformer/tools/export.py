@@ -20,8 +20,9 @@
 * ``spm.model``: the shared BPE vocabulary;
 * ``manifest.json`` (:mod:`transformer.tools.manifest`, the one home of the format and
   the file list): the configuration, the special ids, the vocabulary's pieces and scores
-  (the page's own BPE encoder merges by them), the decoding settings of section 6.1, and
-  the part, size and SHA-256 of every file.
+  (the page's own BPE encoder merges by them), the search the page runs (``decoding``, a
+  :class:`~transformer.decoding.Search` written by its ``to_dict``: section 6.1's unless
+  the export is given another), and the part, size and SHA-256 of every file.
 
 The graphs are the paper's plain form (:mod:`transformer.model`): no cache and no packing,
 whose data-dependent shapes do not belong in a graph. The search loop (greedy, or beam 4
@@ -40,7 +41,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ..decoding import PAPER_SEARCH
+from ..decoding import PAPER_SEARCH, Search
 from ..fast import plain_form
 from ..recording import record_attention
 from ..model import Transformer
@@ -50,11 +51,8 @@ from .manifest import FILES, ExportError, write_manifest
 from .onnx_model import OnnxModel
 
 __all__ = ["export_model", "export_checkpoint", "check_export", "rounded_model", "round_weights",
-           "ExportError", "OnnxModel", "WEIGHT_FORMS", "DECODING"]
+           "ExportError", "OnnxModel", "WEIGHT_FORMS"]
 WEIGHT_FORMS = ("fp32", "fp16", "int8")
-DECODING = {"beam_size": PAPER_SEARCH.beam_size, "alpha": PAPER_SEARCH.alpha,
-            "max_extra": PAPER_SEARCH.max_extra, "stopping": "count",
-            "min_output_tokens": 1}
 
 
 class EncoderGraph(nn.Module):
@@ -214,8 +212,11 @@ def _share_weights(paths: list[Path], weights: Path) -> None:
 
 def export_model(model: Transformer, tokenizer: Tokenizer, out: str | os.PathLike,
                  opset: int = 17, check: bool = True, source: str = "",
-                 weights: str = "fp32") -> dict:
+                 weights: str = "fp32", search: Search = PAPER_SEARCH) -> dict:
     """Write the graphs, ``spm.model`` and ``manifest.json`` of ``model`` into ``out``.
+
+    ``search``: the search the page runs with the model (the manifest's ``decoding``); the
+    page's search (``translator/search.js``) has the "count" stopping rule only.
 
     ``weights``: how ``weights.bin`` stores the weight matrices, ``"fp32"``, ``"fp16"`` or
     ``"int8"`` (see the module's notes). ``check``: run both graphs in onnxruntime on a
@@ -226,6 +227,12 @@ def export_model(model: Transformer, tokenizer: Tokenizer, out: str | os.PathLik
     ``out`` as it was.
     """
     _require_onnx()
+    if not isinstance(search, Search):
+        raise TypeError(f"search must be a transformer.decoding.Search, got "
+                        f"{type(search).__name__}")
+    if search.stopping != "count":
+        raise ExportError(f"the page's search stops by the 'count' rule only, not by "
+                          f"{search.stopping!r}: export with stopping='count'")
     if weights not in WEIGHT_FORMS:
         raise ExportError(f"unknown weight form {weights!r}; choose one of {WEIGHT_FORMS}")
     cfg = model.cfg
@@ -233,10 +240,11 @@ def export_model(model: Transformer, tokenizer: Tokenizer, out: str | os.PathLik
         raise ExportError(f"the tokenizer has {tokenizer.vocab_size} pieces but the model "
                           f"{cfg.vocab_size} input ids: they do not belong together")
     with output_folder(out) as work:     # whole or not at all (transformer/output.py)
-        return _write_export(model, tokenizer, work, opset, check, source, weights)
+        return _write_export(model, tokenizer, work, opset, check, source, weights, search)
 
 
-def _write_export(model, tokenizer, out: Path, opset, check, source, weights) -> dict:
+def _write_export(model, tokenizer, out: Path, opset, check, source, weights,
+                  search: Search) -> dict:
     cfg = model.cfg
     plain = plain_form(model).eval()
     sample_src = torch.tensor([[5, 6, 7, cfg.eos_id], [8, 9, cfg.eos_id, cfg.pad_id]])
@@ -265,7 +273,7 @@ def _write_export(model, tokenizer, out: Path, opset, check, source, weights) ->
         "source": source, "weights": weights, "config": cfg.to_dict(),
         "special_ids": {"pad": cfg.pad_id, "bos": cfg.bos_id, "eos": cfg.eos_id,
                         "unk": cfg.unk_id},
-        "decoding": DECODING,
+        "decoding": search.to_dict(),
         "vocabulary": [tokenizer.id_to_piece(i) for i in range(tokenizer.vocab_size)],
         "scores": [tokenizer.sp.get_score(i) for i in range(tokenizer.vocab_size)],
         "normalization": "nmt_nfkc, add_dummy_prefix, remove_extra_whitespaces"})

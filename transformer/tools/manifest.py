@@ -3,11 +3,12 @@
 The export (:mod:`transformer.tools.export`) writes it; the ONNX-runtime adapter
 (:mod:`transformer.tools.onnx_model`), the book's Sphinx extension (which lists what the
 page downloads), the page (``book/_ext/static/translator/manifest.js``) and the tests read
-it. It holds the format version, the model's configuration and special ids, the decoding
-settings of section 6.1 (:data:`transformer.decoding.PAPER_SEARCH`), the vocabulary's
-pieces and scores (the page's BPE encoder merges by them), and each file of the export
-with its part, size, SHA-256 and whether the page downloads it. Nothing else lists these
-files or this version.
+it. It holds the format version, the model's configuration and special ids, the search the
+page runs (``decoding``: a :class:`transformer.decoding.Search` as its ``to_dict`` writes
+it, read back by :func:`search`; section 6.1's unless the export was given another), the
+vocabulary's pieces and scores (the page's BPE encoder merges by them), and each file of
+the export with its part, size, SHA-256 and whether the page downloads it. Nothing else
+lists these files or this version.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import json
 import os
 from pathlib import Path
 
+from ..decoding import Search
 from ..errors import InputError
 
 FORMAT = 2
@@ -83,6 +85,16 @@ def read_manifest(folder: str | os.PathLike, check: bool = True) -> dict:
         if not path.is_file() or path.stat().st_size != entry["bytes"] or sha256(path) != entry["sha256"]:
             raise ExportError(f"{path} does not match manifest.json's checksum")
     return manifest
+
+
+def search(manifest: dict) -> Search:
+    """The search the page runs with the exported model (the manifest's ``decoding``);
+    :class:`ExportError` names what is wrong with it."""
+    try:
+        return Search.from_dict(manifest["decoding"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ExportError(f"manifest.json's decoding settings are not a search ({exc}): "
+                          f"export the model again") from None
 
 
 def part(manifest: dict, name: str) -> str:

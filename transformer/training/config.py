@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..config import PRESETS, ModelConfig
-from ..corpora import CorpusSpec
+from ..corpora.spec import CorpusSpec
 from ..data import DIRECTIONS
 from ..errors import InputError, UserError
 

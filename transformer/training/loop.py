@@ -9,7 +9,7 @@ picks. The same entry point runs on one CPU, one GPU, or several GPUs under ``to
 :class:`Trainer` is the update loop: hand it a model, an optimizer and batch iterators
 (and, to keep checkpoints and metrics, a :class:`~transformer.training.run_folder.RunFolder`).
 :meth:`Trainer.from_config` builds all of that from a :class:`TrainConfig`, as
-``python -m transformer train`` does: :func:`~.prepare.prepare` reads the corpus, trains
+``python -m transformer train`` does: :func:`~.run_data.load_run_data` reads the corpus, trains
 the BPE vocabulary and creates or checks the run folder; then the model and optimizer are
 built and the run resumes from its newest complete checkpoint; on CPU with the same seed
 the losses then equal those of an uninterrupted run.
@@ -37,7 +37,7 @@ from .distributed import Distributed
 from .optimizers import make_optimizer
 from .precision import autocast, resolve_precision
 from .threads import ThreadGovernor
-from .prepare import prepare
+from .run_data import load_run_data
 from .run_folder import RunFolder, run_identity
 
 __all__ = ["Trainer", "DivergenceWatch"]
@@ -175,7 +175,7 @@ class Trainer:
 
     @classmethod
     def _from_config(cls, cfg, tokenizer, dist, run, identity) -> "Trainer":
-        data = prepare(cfg, dist, run, identity, tokenizer)
+        data = load_run_data(cfg, dist, run, identity, tokenizer)
         model = FastTransformer(cfg.model_config(data.tokenizer.vocab_size)).to(dist.device)
         trainer = cls(model, make_optimizer(model, cfg.optimizer), data.train_iter,
                       data.valid_iter, cfg, run=run, dist=dist, tokenizer=data.tokenizer,

@@ -1,7 +1,6 @@
 """The run's BPE vocabulary (section 5.1: "a shared source-target vocabulary"), trained on
 both sides of the training split, with the trainer's messages for a vocabulary its text
-cannot fill. Used by the in-memory path (:mod:`.prepare`), the prepared corpus
-(:mod:`.prepared`) and the Table 3 study."""
+cannot fill."""
 from __future__ import annotations
 
 import re
