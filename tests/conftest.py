@@ -1,12 +1,9 @@
-import functools
-import http.server
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -16,6 +13,7 @@ import torch
 import corpus_host
 import processes
 from corpus_host import OFFLINE, rehearse_a_fresh_machine
+from local_host import LocalHost, StaticFiles
 
 rehearse_a_fresh_machine()      # an empty data root, corpora from local hosts (corpus_host.py)
 # each test leaves the process state (signal handlers, working directory, environment,
@@ -160,14 +158,11 @@ def site_dir() -> Path:
     return QUICK_OUT / "_build" / "html"
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+class _SiteFiles(StaticFiles):
     """Serves the site and records each request's path in ``served``. ``no-cache``: the
     browser's HTTP cache must ask again each time, so a file that is not requested came
     from the page's own cache (the Cache API), not from a heuristic freshness."""
     served: list[str] = []
-
-    def log_message(self, *args):
-        pass
 
     def end_headers(self):
         self.send_header("Cache-Control", "no-cache")
@@ -181,18 +176,13 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 @pytest.fixture(scope="session")
 def served() -> list[str]:
     """Every path the test server was asked for, in order (every browser, every worker)."""
-    return _QuietHandler.served
+    return _SiteFiles.served
 
 
 @pytest.fixture(scope="session")
 def base_url(site_dir):
-    handler = functools.partial(_QuietHandler, directory=str(site_dir))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    server.server_close()
+    with LocalHost.static(site_dir, _SiteFiles) as host:
+        yield host.url
 
 
 @pytest.fixture(scope="session")
