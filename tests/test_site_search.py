@@ -9,6 +9,7 @@ from html import unescape
 
 import pytest
 
+from site_checks import probe
 
 
 def _search_results(page) -> list[tuple[str, str]]:
@@ -18,15 +19,10 @@ def _search_results(page) -> list[tuple[str, str]]:
     # Sphinx says "finished" once every result is listed; each snippet arrives later, when
     # its page has been fetched: wait for both
     try:
-        page.wait_for_function("""() => /finished/.test(
-            document.querySelector('#search-results').textContent) && Array.from(
-            document.querySelectorAll('#search-results li')).every(
-            (li) => li.querySelector('p.context'))""", timeout=30_000)
+        page.wait_for_function(probe("search_finished"), timeout=30_000)
     except PlaywrightTimeout:
         pass
-    return page.evaluate("""() => Array.from(document.querySelectorAll('#search-results li'),
-        (li) => [li.querySelector('a').getAttribute('href'),
-                 (li.querySelector('p.context') || {textContent: ''}).textContent])""")
+    return page.evaluate(probe("search_results"))
 
 
 def test_the_search_page_has_one_field_and_snippets_of_prose(open_page, site_dir):
@@ -36,11 +32,7 @@ def test_the_search_page_has_one_field_and_snippets_of_prose(open_page, site_dir
     opened = open_page("search.html?q=softmax")
     page = opened.page
     results = _search_results(page)
-    fields = page.evaluate("""() => Array.from(document.querySelectorAll(
-        'input[type=search], .search-button-field, button.search-button')).filter((e) => {
-          const r = e.getBoundingClientRect();
-          return r.width > 0 && r.height > 0 && getComputedStyle(e).visibility !== 'hidden';
-        }).map((e) => e.outerHTML.slice(0, 80))""")
+    fields = page.evaluate(probe("search_fields"))
     assert len(fields) == 1, fields
     assert len(results) >= 3, results
     for href, snippet in results:
