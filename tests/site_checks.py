@@ -56,6 +56,18 @@ def screenshot(target, request, capsys, name: str) -> Path:
     return path
 
 
+def wait_for(page, expression: str, arg=None, timeout: float | None = None) -> bool:
+    """``page.wait_for_function``: True once ``expression`` holds, False where it still does
+    not after ``timeout`` ms (the page's default if None) (Playwright's TimeoutError: the
+    assertions after the wait say what is off); any other error raises."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    try:
+        page.wait_for_function(expression, arg=arg, timeout=timeout)
+    except PlaywrightTimeout:
+        return False
+    return True
+
+
 def figures(page) -> list[dict]:
     return page.evaluate(probe("figures"))
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from site_checks import (PAGES, PHONE, _figure_handle, _overlap, figure_state, move_slider,
-                         probe, screenshot)
+                         probe, screenshot, wait_for)
 
 
 PHONE_JS = probe("figure_room")
@@ -96,11 +96,8 @@ def test_figures_follow_the_phone_switch(open_page, request, capsys):
     plain = lambda state: {**state, "title": state["title"].replace("<br>", " ")}  # noqa: E731
     for width in (844, 390, 1280, 390):
         page.set_viewport_size({"width": width, "height": PHONE[1]})
-        try:
-            page.wait_for_function("(want) => (%s)().every((s, i) => s === want[i])" % LAYOUT_JS,
-                                   arg=fresh[width], timeout=20_000)
-        except Exception:
-            pass
+        wait_for(page, "(want) => (%s)().every((s, i) => s === want[i])" % LAYOUT_JS,
+                 arg=fresh[width], timeout=20_000)          # else `wrong` below says how
         page.wait_for_function("(" + UNFITTED_JS + ")().length === 0", timeout=20_000)
         page.wait_for_timeout(300)
         laid_out = page.evaluate(LAYOUT_JS)
@@ -130,10 +127,7 @@ def test_figures_follow_their_box_without_a_window_resize(width, open_page):
     page = opened.page
     page.wait_for_function("(" + UNFITTED_JS + ")().length === 0", timeout=20_000)
     narrower = page.evaluate(probe("narrow_figure_boxes"))
-    try:
-        page.wait_for_function("(" + UNFITTED_JS + ")().length === 0", timeout=10_000)
-    except Exception:
-        pass
+    wait_for(page, "(" + UNFITTED_JS + ")().length === 0", timeout=10_000)
     assert not page.evaluate(UNFITTED_JS), f"boxes narrowed to {narrower} px"
     assert not page.evaluate(CLIPPED_JS)
     assert not opened.errors, opened.errors

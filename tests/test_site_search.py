@@ -9,19 +9,15 @@ from html import unescape
 
 import pytest
 
-from site_checks import probe
+from site_checks import probe, wait_for
 
 
 def _search_results(page) -> list[tuple[str, str]]:
     """(href, snippet) of each result of the search page, once Sphinx has listed them all
     and written each one's snippet (a result left without one has the snippet "")."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     # Sphinx says "finished" once every result is listed; each snippet arrives later, when
     # its page has been fetched: wait for both
-    try:
-        page.wait_for_function(probe("search_finished"), timeout=30_000)
-    except PlaywrightTimeout:
-        pass
+    wait_for(page, probe("search_finished"), timeout=30_000)
     return page.evaluate(probe("search_results"))
 
 
