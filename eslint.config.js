@@ -26,6 +26,7 @@ export default [
   },
   {
     files: ["tests/js/**/*.js"],
+    ignores: ["tests/js/probes/**", "tests/js/workers/**"],
     languageOptions: {ecmaVersion: 2022, sourceType: "module", globals: {...globals.node}},
   },
   {
@@ -34,5 +35,12 @@ export default [
     files: ["tests/js/probes/**/*.js"],
     languageOptions: {ecmaVersion: 2022, sourceType: "script", globals: {...globals.browser}},
     rules: {"no-unused-expressions": "off"},
+  },
+  {
+    // the workers a browser test serves beside the page's own (their imports are the
+    // staged page code's, tests/test_page_training.py)
+    files: ["tests/js/workers/**/*.js"],
+    languageOptions: {ecmaVersion: 2022, sourceType: "module",
+                      globals: {...globals.worker, tf: "readonly"}},
   },
 ];
