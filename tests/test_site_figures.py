@@ -153,23 +153,7 @@ def test_explorer_cross_attention_rows_are_the_predicted_tokens(open_page):
     assert not opened.errors, opened.errors
 
 
-# Per figure of the paper redrawn beside the model: its panels (left to right on a wide
-# screen, top to bottom on a phone), each with its title, box and the texts of its words.
-PAPER_BESIDE_JS = """(words) => Array.from(document.querySelectorAll('.js-plotly-plot'))
-  .filter((gd) => (gd._fullLayout.title.text || '').includes(words)).map((gd) => {
-    const fl = gd._fullLayout, box = gd.getBoundingClientRect();
-    const panels = (fl._subplots.xaxis || []).map((id) => {
-      const xa = fl['xaxis' + id.slice(1)], ya = fl[xa.anchor.replace('y', 'yaxis')];
-      const left = box.left + xa._offset, top = box.top + ya._offset;
-      const words = gd._fullData.filter((t) => t.xaxis === id && t.mode === 'text')
-        .map((t) => t.text.map((s) => s.replace(/<\\/?b>/g, '')));
-      const lines = gd._fullData.filter((t) => t.xaxis === id && t.mode === 'lines').length;
-      return {box: [left, top, left + xa._length, top + ya._length], words, lines};
-    });
-    const titles = Array.from(gd.querySelectorAll('.annotation-text'), (e) => e.textContent);
-    return {panels, titles, subtitle: fl.title.subtitle ? fl.title.subtitle.text : '',
-            width: box.width};
-  })"""
+PAPER_BESIDE_JS = probe("paper_beside_model")
 
 
 def test_chapter_9_draws_the_papers_figures_beside_the_model_on_a_phone(open_page, request, capsys):
