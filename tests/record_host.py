@@ -1,5 +1,5 @@
 """A stand-in for the repository's raw files, where a machine without a checkout (Colab, a
-``pip install``) fetches the result records (``transformer_book.records``): a local HTTP
+``pip install``) fetches the result records (``transformer.measuring.records``): a local HTTP
 server (``tests/local_host.py``) that serves a folder's ``NAME.json`` files as
 ``/book/results/NAME.json``, as ``raw.githubusercontent.com/<owner>/<repo>/<branch>``
 does. The records' reader goes to it where ``$TRANSFORMER_RECORDS_URL`` is :attr:`url`;
