@@ -1,12 +1,8 @@
-import functools
-import http.server
-import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -16,6 +12,7 @@ import torch
 import corpus_host
 import processes
 from corpus_host import OFFLINE, rehearse_a_fresh_machine
+from local_host import LocalHost, StaticFiles
 
 rehearse_a_fresh_machine()      # an empty data root, corpora from local hosts (corpus_host.py)
 # each test leaves the process state (signal handlers, working directory, environment,
@@ -160,14 +157,11 @@ def site_dir() -> Path:
     return QUICK_OUT / "_build" / "html"
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+class _SiteFiles(StaticFiles):
     """Serves the site and records each request's path in ``served``. ``no-cache``: the
     browser's HTTP cache must ask again each time, so a file that is not requested came
     from the page's own cache (the Cache API), not from a heuristic freshness."""
     served: list[str] = []
-
-    def log_message(self, *args):
-        pass
 
     def end_headers(self):
         self.send_header("Cache-Control", "no-cache")
@@ -181,18 +175,13 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 @pytest.fixture(scope="session")
 def served() -> list[str]:
     """Every path the test server was asked for, in order (every browser, every worker)."""
-    return _QuietHandler.served
+    return _SiteFiles.served
 
 
 @pytest.fixture(scope="session")
 def base_url(site_dir):
-    handler = functools.partial(_QuietHandler, directory=str(site_dir))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    server.server_close()
+    with LocalHost.static(site_dir, _SiteFiles) as host:
+        yield host.url
 
 
 @pytest.fixture(scope="session")
@@ -277,9 +266,11 @@ def pytest_collection_modifyitems(items):
     _skip_chapters_without_corpora(items)
 
 
-# What a chapter's code does when it reads the corpora: loads one, trains (or reuses) the
-# book's run, or runs the ablation on Multi30k.
-READS_CORPORA = ("load_corpus(", "cached_run(", '"ablate"')
+# The chapters whose code reads the corpora (loads one, trains or reuses the book's run, or
+# runs the ablation on Multi30k), by notebook name; tests/test_suite.py holds the list to
+# the chapters.
+READS_CORPORA = frozenset({"02_data", "07_training", "08_decoding", "09_attention_explorer",
+                           "10_full_model", "11_table3", "hood_in_the_page"})
 
 
 def _skip_chapters_without_corpora(items) -> None:
@@ -287,14 +278,10 @@ def _skip_chapters_without_corpora(items) -> None:
     where the corpora's hosts cannot be reached (never under CI: tests/corpus_host.py)."""
     if not corpus_host.skipped():
         return
-    chapters = {Path(str(item.path)) for item in items if str(item.path).endswith(".ipynb")}
-    reading = {path for path in chapters if any(
-        use in "".join(cell["source"]) for use in READS_CORPORA
-        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]
-        if cell["cell_type"] == "code")}
     mark = pytest.mark.skip(reason=f"the chapter reads the corpora: {corpus_host.missing()}")
     for item in items:
-        if Path(str(item.path)) in reading:
+        path = Path(str(item.path))
+        if path.suffix == ".ipynb" and path.stem in READS_CORPORA:
             item.add_marker(mark)
 
 

@@ -19,7 +19,7 @@ book build of a run meet what a reader's machine meets:
 
 * ``$TRANSFORMER_DATA`` is a new, empty folder, so each corpus is fetched on its first use
   by :mod:`transformer.corpora`, checked by hash, as on a reader's machine;
-* :class:`CorpusHost`, a local HTTP server (127.0.0.1), stands in for Multi30k's
+* :class:`CorpusHost`, a local HTTP server (``tests/local_host.py``), stands in for Multi30k's
   repository (``$TRANSFORMER_MULTI30K_URL``), serving the offline copy's files under the
   upstream names; Tatoeba comes from the copy shipped inside the package.
 
@@ -28,12 +28,12 @@ A developer who sets ``TRANSFORMER_DATA`` keeps it (no rehearsal).
 from __future__ import annotations
 
 import atexit
-import http.server
 import os
 import shutil
 import tempfile
-import threading
 from pathlib import Path
+
+from local_host import LocalHost, QuietHandler
 
 REPO = Path(__file__).resolve().parents[1]
 BESIDE = REPO.parent / "shared" / "data"
@@ -69,31 +69,23 @@ class CorpusHost:
         self.cut: dict[str, int] = {}
         host = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self):
                 host.requests.append(self.path)
                 name = self.path.rsplit("/", 1)[-1]
                 if name in host.broken or self.path not in host.files:
                     self.send_error(host.broken.get(name, 404))
                     return
-                body = host.damaged.get(name) or host.files[self.path].read_bytes()
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body[:host.cut.get(name, len(body))])
+                self.send_body(host.damaged.get(name) or host.files[self.path].read_bytes(),
+                               upto=host.cut.get(name))
 
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.local = LocalHost(Handler)
 
     def url(self, name: str) -> str:
-        return f"http://127.0.0.1:{self.server.server_port}/{name}"
+        return f"{self.local.url}/{name}"
 
     def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self.local.close()
 
 
 def offline_files(name: str, root: Path = OFFLINE) -> dict[str, Path]:

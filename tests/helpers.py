@@ -53,6 +53,36 @@ def wait_until(ready, what: str, every: float = 0.02):
     return got
 
 
+class StandInModel(torch.nn.Module):
+    """The tests' stand-in for a model in a search (what ``transformer.decoding.SearchModel``
+    names): its next token's scores are written down, ``scores(prefix, source)`` -> V
+    logits or log-probabilities, ``prefix`` the output so far (BOS first) and ``source``
+    the sentence's ids without padding (EOS last). ``cfg`` is the toy model's, for its ids
+    and length only; the scores come in ``dtype``. (The "Your turn" check has its own,
+    ``transformer.your_turn.search.ScriptedModel``: a learner has no tests/.)"""
+
+    def __init__(self, scores, vocab: int, max_len: int = 32, dtype=torch.float32):
+        super().__init__()
+        self.scores, self.dtype = scores, dtype
+        self.cfg = toy_config(vocab_size=vocab, max_len=max_len)
+
+    def source_mask(self, src):
+        return (src != self.cfg.pad_id)[:, None, None, :]
+
+    def encode(self, src, src_mask):
+        return src.double()                               # the memory is the source itself
+
+    def decode(self, tgt_in, memory, src_mask):
+        out = torch.zeros(*tgt_in.shape, self.cfg.vocab_size, dtype=self.dtype)
+        for b, prefix in enumerate(tgt_in.tolist()):
+            source = [int(i) for i in memory[b] if int(i) != self.cfg.pad_id]
+            out[b, -1] = torch.as_tensor(self.scores(prefix, source), dtype=self.dtype)
+        return out
+
+    def project(self, states):
+        return states
+
+
 EN = "the a dog cat man woman runs sits on in under green red house tree big small".split()
 DE = "der die das Hund Katze Mann Frau läuft sitzt auf im unter grünen roten Haus Baum".split()
 

@@ -1,5 +1,6 @@
-"""A stand-in model for the page's search loops: its next-token logits are a fixed function
-of the prefix and the source, written the same way in tests/js/search.test.js. The ids
+"""A stand-in model for the page's search loops (tests/helpers.py's ``StandInModel``): its
+next-token logits are a fixed function of the prefix and the source, written the same way
+in tests/js/search.test.js. The ids
 ``greedy_decode`` and ``beam_search`` give on it are tests/js/fixtures/search.json, which
 the Node tests hold the page's search.js to (tests/test_page_code.py keeps the file equal
 to what the package's search gives now)."""
@@ -9,7 +10,7 @@ import math
 
 import torch
 
-from helpers import toy_config
+from helpers import StandInModel
 from transformer.decoding import beam_search, build_source_batch, greedy_decode
 
 V, MAX_LEN = 9, 12
@@ -25,31 +26,8 @@ def logits(prefix: list[int], source: list[int]) -> list[float]:
             for v in range(V)]
 
 
-class StandIn(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.cfg = toy_config(vocab_size=V, max_len=MAX_LEN)   # its ids and length only
-        self.anchor = torch.nn.Parameter(torch.zeros(1))
-
-    def source_mask(self, src):
-        return (src != self.cfg.pad_id)[:, None, None, :]
-
-    def encode(self, src, src_mask):
-        return src.double()
-
-    def decode(self, tgt_in, memory, src_mask):
-        out = torch.zeros(tgt_in.size(0), tgt_in.size(1), V, dtype=torch.float64)
-        for b in range(tgt_in.size(0)):
-            source = [int(i) for i in memory[b] if int(i) != self.cfg.pad_id]
-            out[b, -1] = torch.tensor(logits(tgt_in[b].tolist(), source), dtype=torch.float64)
-        return out
-
-    def project(self, states):
-        return states
-
-
 def expected() -> dict:
-    model = StandIn()
+    model = StandInModel(logits, V, MAX_LEN, dtype=torch.float64)
     src = build_source_batch(SOURCES, model.cfg.pad_id, model.cfg.eos_id, MAX_LEN)
     cases = []
     for name, k, alpha, extra in SEARCHES:

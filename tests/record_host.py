@@ -1,15 +1,15 @@
 """A stand-in for the repository's raw files, where a machine without a checkout (Colab, a
-``pip install``) fetches the result records (``transformer_book.records``): a local HTTP
-server (127.0.0.1) that serves a folder's ``NAME.json`` files as
+``pip install``) fetches the result records (``transformer.measuring.records``): a local HTTP
+server (``tests/local_host.py``) that serves a folder's ``NAME.json`` files as
 ``/book/results/NAME.json``, as ``raw.githubusercontent.com/<owner>/<repo>/<branch>``
 does. The records' reader goes to it where ``$TRANSFORMER_RECORDS_URL`` is :attr:`url`;
 only the tests set that.
 """
 from __future__ import annotations
 
-import http.server
-import threading
 from pathlib import Path
+
+from local_host import LocalHost, QuietHandler
 
 PREFIX = "/book/results/"
 
@@ -25,7 +25,7 @@ class RecordHost:
         self.broken: dict[str, int] = {}
         host = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self):
                 host.requests.append(self.path)
                 name = self.path.removeprefix(PREFIX).removesuffix(".json")
@@ -34,19 +34,10 @@ class RecordHost:
                         or "/" in name or not path.is_file()):
                     self.send_error(host.broken.get(name, 404))
                     return
-                body = path.read_bytes()
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                self.send_body(path.read_bytes())
 
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        self.local = LocalHost(Handler)
+        self.url = self.local.url
 
     def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self.local.close()

@@ -5,16 +5,28 @@ The site is built once per session in quick mode (``BOOK_QUICK=1``) into
 ``_build/quick/_build/html``, unless ``BOOK_HTML`` names an existing build (for example
 ``BOOK_HTML=_build/html`` after ``make book``), and served on 127.0.0.1: the site, its
 server, the browser and ``open_page`` are fixtures of tests/conftest.py, which marks every
-test using them ``browser``. Screenshots go to ``_build/screenshots/<test name>/``.
+test using them ``browser``. Screenshots go to ``_build/screenshots/<test name>/``. What
+the tests read in a page is a probe, a function expression in ``tests/js/probes/NAME.js``
+(linted as the page's code), read by :func:`probe`.
 """
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
-
-
 REPO = Path(__file__).resolve().parents[1]
+PROBES = Path(__file__).resolve().parent / "js" / "probes"
+
+
+@functools.cache
+def probe(name: str) -> str:
+    """The function expression of ``tests/js/probes/NAME.js``, for ``page.evaluate``: the
+    file less its opening comment lines (which say what it returns)."""
+    lines = (PROBES / f"{name}.js").read_text(encoding="utf-8").splitlines()
+    while lines and lines[0].startswith("//"):
+        lines.pop(0)
+    return "\n".join(lines).strip()
 
 
 SCREENSHOTS = REPO / "_build" / "screenshots"
@@ -44,34 +56,24 @@ def screenshot(target, request, capsys, name: str) -> Path:
     return path
 
 
-FIGURES_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map((gd) => {
-  const fl = gd._fullLayout || {};
-  const text = (t) => (t && typeof t === 'object') ? (t.text || '') : (t || '');
-  const sub = fl._subplots || {};
-  const axes = {};
-  for (const id of [...(sub.xaxis || []), ...(sub.yaxis || [])]) {
-    const name = id[0] + 'axis' + id.slice(1);
-    if (fl[name] && fl[name].visible === false) continue;     // a hidden axis (a diagram)
-    axes[name] = text(fl[name] && fl[name].title);
-  }
-  const colorbars = (gd.data || [])
-    .filter((t) => ['heatmap', 'contour', 'histogram2d'].includes(t.type) && t.showscale !== false)
-    .map((t) => text(t.colorbar && t.colorbar.title));
-  const box = gd.getBoundingClientRect();
-  return {title: text(fl.title), axes, colorbars, drawn: !!gd.querySelector('svg.main-svg'),
-          width: box.width, height: box.height, sliders: (gd.layout.sliders || []).length};
-})"""
+def wait_for(page, expression: str, arg=None, timeout: float | None = None) -> bool:
+    """``page.wait_for_function``: True once ``expression`` holds, False where it still does
+    not after ``timeout`` ms (the page's default if None) (Playwright's TimeoutError: the
+    assertions after the wait say what is off); any other error raises."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    try:
+        page.wait_for_function(expression, arg=arg, timeout=timeout)
+    except PlaywrightTimeout:
+        return False
+    return True
 
 
 def figures(page) -> list[dict]:
-    return page.evaluate(FIGURES_JS)
+    return page.evaluate(probe("figures"))
 
 
 def _figure_handle(page, title_words: str):
-    handle = page.evaluate_handle(
-        """(words) => Array.from(document.querySelectorAll('.js-plotly-plot'))
-             .find((gd) => (gd._fullLayout.title.text || '').includes(words)) || null""",
-        title_words)
+    handle = page.evaluate_handle(probe("figure_titled"), title_words)
     assert handle.json_value() is not None, f"no figure titled ...{title_words}..."
     return handle
 
@@ -79,12 +81,7 @@ def _figure_handle(page, title_words: str):
 def figure_state(page, title_words: str) -> dict:
     """Title, active slider step, visible traces and their data of one figure."""
     gd = _figure_handle(page, title_words)
-    return page.evaluate(
-        """(gd) => ({title: gd._fullLayout.title.text,
-                     active: gd._fullLayout.sliders.length ? gd._fullLayout.sliders[0].active : null,
-                     visible: gd.data.map((t, i) => t.visible === false ? -1 : i).filter((i) => i >= 0),
-                     z: JSON.stringify(gd.data.filter((t) => t.visible !== false).map((t) => t.z || t.y))})""",
-        gd)
+    return page.evaluate(probe("figure_state"), gd)
 
 
 def move_slider(page, title_words: str, step: int | None = None) -> tuple[dict, dict]:

@@ -26,7 +26,7 @@ from transformer.decoding import beam_search, build_source_batch, greedy_decode
 from transformer.tools.export import rounded_model
 from transformer.recording import record_attention
 from transformer.inference import load_model
-from site_checks import PAGE_FETCHED, WORKER_SPY
+from site_checks import PAGE_FETCHED, WORKER_SPY, wait_for
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE = "book/09_attention_explorer.html"
@@ -441,12 +441,8 @@ def _settled_map_state(page) -> dict:
     """:func:`_map_state` once the map's width has followed its container's (a resize is
     drawn in a later frame, later still on a loaded machine), or as it is if that never
     comes (the page's wait gives up: the assertions on the state say what is off)."""
-    try:
-        page.wait_for_function("""() => { const gd = document.querySelector('.lt-plot');
-            return gd && gd._fullLayout && Math.abs(gd._fullLayout.width - gd.parentElement.clientWidth) <= 2; }""")
-    except Exception as e:                       # playwright's TimeoutError
-        if type(e).__name__ != "TimeoutError":
-            raise
+    wait_for(page, """() => { const gd = document.querySelector('.lt-plot');
+        return gd && gd._fullLayout && Math.abs(gd._fullLayout.width - gd.parentElement.clientWidth) <= 2; }""")
     return _map_state(page)
 
 

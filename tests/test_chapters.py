@@ -1,4 +1,4 @@
-"""The chapters read as a book (issue 31, item 5): a code cell the reader sees is short.
+"""The chapters read as a book: a code cell the reader sees is short.
 Each chapter's Colab install cell installs from the repository of _config.yml, and every
 chapter runs under _config.yml's one cell timeout; BOOK_QUICK switches the quick mode.
 

@@ -1,4 +1,4 @@
-"""DDP's token accounting (issue 45, item 2), under ``torchrun --nproc_per_node 2`` on gloo.
+"""DDP's token accounting, under ``torchrun --nproc_per_node 2`` on gloo.
 
 Section 5.1: "Each training batch contained a set of sentence pairs containing approximately
 25000 source tokens and 25000 target tokens." ``--update-tokens`` is that figure for the

@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from helpers import toy_config
+from helpers import StandInModel, toy_config
 from transformer import FastTransformer, Transformer
 from transformer.decoding import (PAPER_SEARCH, Search, beam_search, build_source_batch, decode,
                                   greedy_decode, length_penalty, sequence_scores)
@@ -51,48 +51,30 @@ def test_length_penalty_formula():
     assert length_penalty(25, 0.6) == pytest.approx(5.0 ** 0.6)
 
 
-class TableModel(torch.nn.Module):
-    """A stand-in 'model' whose next-token distribution is a fixed table of the prefix.
+A, B, C = 4, 5, 6                               # the ordinary tokens of the tables below
+
+
+def table(prefix, source):
+    """A next-token distribution that is a fixed table of the prefix.
 
     After BOS: A 0.6, B 0.35 (EOS may not come first). After BOS A: EOS 0.5. After BOS B:
     C 0.9, then EOS 0.9. So "A" has log-prob -1.204 and "B C" -1.260: alpha = 0 prefers
     the shorter, alpha = 0.6 (-1.098 vs -1.060) and alpha = 2 the longer.
     """
-
-    A, B, C = 4, 5, 6
-
-    def __init__(self):
-        super().__init__()
-        self.cfg = toy_config(vocab_size=8, max_len=32)        # its ids and length only
-
-    def source_mask(self, src):
-        return (src != PAD)[:, None, None, :]
-
-    def encode(self, src, src_mask):
-        return torch.zeros(src.size(0), src.size(1), 1)
-
-    def decode(self, tgt_in, memory, src_mask):
-        probs = torch.full((tgt_in.size(0), tgt_in.size(1), 8), 1e-3)
-        for b in range(tgt_in.size(0)):
-            prefix = tgt_in[b].tolist()
-            row = probs[b, -1]
-            if prefix == [BOS]:
-                row[EOS], row[self.A], row[self.B] = 0.04, 0.6, 0.35
-            elif prefix == [BOS, self.A]:
-                row[EOS], row[self.B:] = 0.5, 0.1
-            elif prefix == [BOS, self.B]:
-                row[self.C] = 0.9
-            else:
-                row[EOS] = 0.9
-        return (probs / probs.sum(-1, keepdim=True)).log()
-
-    def project(self, states):
-        return states
+    row = torch.full((8,), 1e-3)
+    if prefix == [BOS]:
+        row[EOS], row[A], row[B] = 0.04, 0.6, 0.35
+    elif prefix == [BOS, A]:
+        row[EOS], row[B:] = 0.5, 0.1
+    elif prefix == [BOS, B]:
+        row[C] = 0.9
+    else:
+        row[EOS] = 0.9
+    return (row / row.sum()).log()
 
 
 def test_alpha_changes_the_chosen_hypothesis():
-    model, src = TableModel(), torch.tensor([[5, 6, EOS]])
-    A, B, C = TableModel.A, TableModel.B, TableModel.C
+    model, src = StandInModel(table, vocab=8), torch.tensor([[5, 6, EOS]])
     assert greedy_decode(model, src) == [[A]]
     assert beam_search(model, src, beam_size=2, alpha=0.0) == [[A]]
     assert beam_search(model, src, beam_size=2, alpha=0.6) == [[B, C]]
@@ -331,20 +313,15 @@ def test_build_source_batch_appends_eos_and_pads():
     assert build_source_batch([[5, 6, 7, 8]], PAD, EOS, max_len=3).tolist() == [[5, 6, EOS]]
 
 
-class RandomTableModel(TableModel):
+def random_table(seed):
     """A stand-in model whose next-token distribution is a random function of the prefix
     (seeded by it): tokens 3 and 4 and EOS, small enough to list every output."""
-
-    def __init__(self, seed):
-        super().__init__()
-        self.seed = seed
-
-    def decode(self, tgt_in, memory, src_mask):
-        logits = torch.full((tgt_in.size(0), tgt_in.size(1), 8), -30.0)
-        for b in range(tgt_in.size(0)):
-            gen = torch.Generator().manual_seed(hash((self.seed, *tgt_in[b].tolist())) % 2**31)
-            logits[b, -1, [EOS, 3, 4]] = 2.0 * torch.randn(3, generator=gen)
+    def scores(prefix, source):
+        logits = torch.full((8,), -30.0)
+        gen = torch.Generator().manual_seed(hash((seed, *prefix)) % 2**31)
+        logits[[EOS, 3, 4]] = 2.0 * torch.randn(3, generator=gen)
         return logits.log_softmax(-1)
+    return StandInModel(scores, vocab=8)
 
 
 def brute_force_best(model, src, alpha, max_tokens):
@@ -355,7 +332,7 @@ def brute_force_best(model, src, alpha, max_tokens):
         for out in itertools.product((3, 4), repeat=n):
             prefix, logp = [BOS], 0.0
             for token in (*out, EOS):
-                logits = model.decode(torch.tensor([prefix]), None, None)[0, -1]
+                logits = model.scores(prefix, src[0].tolist())
                 logp += float(logits.double().log_softmax(-1)[token])
                 prefix.append(token)
             score = logp / length_penalty(n + 1, alpha)
@@ -370,7 +347,7 @@ def test_beam_search_chooses_per_the_length_penalty_for_every_alpha():
     alphas, src, max_extra = (0.0, 0.3, 0.6, 1.0, 1.5), torch.tensor([[3, EOS]]), 1
     cases = 0
     for seed in range(150):
-        model = RandomTableModel(seed)
+        model = random_table(seed)
         best = {a: brute_force_best(model, src, a, max_tokens=2 + max_extra) for a in alphas}
         if len({tuple(b) for b in best.values()}) == 1:
             continue                                    # alpha does not matter here

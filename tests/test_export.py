@@ -1,4 +1,5 @@
-"""The exported ONNX graphs compute what the torch model computes (issue: the browser)."""
+"""The exported ONNX graphs compute what the torch model computes, for the
+translator in the page, which runs them in the browser (book/_ext/static/translator)."""
 import json
 import subprocess
 import sys

@@ -1,4 +1,4 @@
-"""benchmarks/gpu/table3.sh (issue 34: Table 3 at the GPU budget), rehearsed on the CPU:
+"""benchmarks/gpu/table3.sh (Table 3 at the GPU budget), rehearsed on the CPU:
 the smoke budget, the base at two seeds, a row of group A, two rows at once."""
 import json
 

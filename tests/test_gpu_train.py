@@ -1,4 +1,4 @@
-"""benchmarks/gpu/train.sh (issue 33: the base model, torchrun, the chapters on a GPU),
+"""benchmarks/gpu/train.sh (the base model, torchrun, the chapters on a GPU),
 rehearsed on the CPU, and benchmarks/gpu/train_record.py on what the rehearsal leaves."""
 import json
 import subprocess

@@ -1,7 +1,7 @@
 """What the command line writes: whole or not at all, never over a device or a pipe, every
 write checked, leftovers of a killed run removed; and what it loads: a checkpoint tied to
-its vocabulary, its configuration and a prepared folder's ids checked (transformer/output.py,
-issue 51; the Ctrl-C count, issue 45 item 5).
+its vocabulary, its configuration and a prepared folder's ids checked (transformer/output.py);
+and a Ctrl-C reports the count of lines in the output file, wherever it lands.
 
 Runs ``transformer.tools.cli.main`` in this process where it can; a second process only
 where the case needs one (two writers at once, a SIGKILL)."""

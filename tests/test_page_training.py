@@ -1,13 +1,14 @@
 """Chapter 4's training panel, checked in Chromium on the quick-mode site (tests/conftest.py
 builds and serves it; book/_ext/page_training.py, book/_ext/static/training: loader.js,
-panel.js, worker.js, model.js).
+panel.js, worker.js, tfjs.js, model.js).
 
 * Nothing of the panel (its code, TensorFlow.js) is downloaded until the reader opens it;
   the button announces the true size (what pressing it fetches), and the download is at
   most 1.5 MB gzip-compressed.
 * The page's model is the package's: from the same weights, the loss and every gradient
   of a fixed batch agree with PyTorch's (``GRAD_TOLERANCE``), and ten Adam steps on the
-  same batches give the same loss curve (``CURVE_TOLERANCE``).
+  same batches give the same loss curve (``CURVE_TOLERANCE``), asked of a worker of the
+  test's own (tests/js/workers/training_parity.js) beside the panel's.
 * Training with the panel's starting settings lowers the loss and reaches 99% sequence
   accuracy on reversal within ``TRAIN_STEPS``, the cross-attention turns from a blur into
   the anti-diagonal; the Worker trains, the page's own thread runs none of it (a spy) and
@@ -27,7 +28,7 @@ import pytest
 import torch
 
 from helpers import toy_config
-from site_checks import PAGE_FETCHED, WORKER_SPY
+from site_checks import PAGE_FETCHED, WORKER_SPY, probe
 from transformer.loss import LabelSmoothingLoss
 from transformer.model import Transformer
 
@@ -68,8 +69,17 @@ def panel(new_page):
     opened.close()
 
 
-def ask(page, kind: str, data: dict) -> dict:
-    return page.evaluate("([kind, data]) => window.attentionBook.training.ask(kind, data)", [kind, data])
+PARITY_WORKER = Path(__file__).resolve().parent / "js" / "workers" / "training_parity.js"
+
+
+@pytest.fixture(scope="module")
+def parity(panel, base_url):
+    """``parity(kind, data)``: the answer of the test's own worker (PARITY_WORKER), served
+    beside the panel's worker so that its imports are the staged page code's."""
+    url = f"{base_url}/_static/book/training/parity_worker.js"
+    panel.context.route(url, lambda route: route.fulfill(
+        body=PARITY_WORKER.read_text(encoding="utf-8"), content_type="text/javascript"))
+    return lambda kind, data: panel.page.evaluate(probe("parity_ask"), [url, kind, data])
 
 
 # ------------------------------------------------------------------ download
@@ -152,16 +162,15 @@ CONFIGS = [(2, 4, 32, "sinusoidal"), (1, 1, 16, "none"), (1, 2, 64, "sinusoidal"
 
 
 @pytest.mark.parametrize("layers, heads, width, positional", CONFIGS)
-def test_the_pages_loss_and_every_gradient_are_pytorchs(panel, layers, heads, width,
+def test_the_pages_loss_and_every_gradient_are_pytorchs(parity, layers, heads, width,
                                                         positional):
     model = torch_model(layers, heads, width, positional)
     batch = reversal_batch(16, seed=layers * 10 + heads)
     loss = LabelSmoothingLoss(0.0, pad_id=0)(model(batch["src"], batch["tgtIn"]),
                                              batch["tgtOut"])
     loss.backward()
-    got = ask(panel.page, "gradients", {"config": page_config(model, positional),
-                                        "weights": page_weights(model),
-                                        "batch": as_page_batch(batch)})
+    got = parity("gradients", {"config": page_config(model, positional),
+                               "weights": page_weights(model), "batch": as_page_batch(batch)})
     assert abs(got["loss"] - loss.item()) <= LOSS_TOLERANCE * loss.item(), (got["loss"], loss)
     expected = dict(model.named_parameters())
     assert set(got["grads"]) == set(expected), set(got["grads"]) ^ set(expected)
@@ -173,7 +182,7 @@ def test_the_pages_loss_and_every_gradient_are_pytorchs(panel, layers, heads, wi
         assert error <= GRAD_TOLERANCE * scale + GRAD_FLOOR, f"{name}: {error:.2e} against {scale:.2e}"
 
 
-def test_the_same_weights_and_batches_give_the_same_loss_curve(panel):
+def test_the_same_weights_and_batches_give_the_same_loss_curve(parity):
     model = torch_model(2, 4, 32, "sinusoidal")
     weights = page_weights(model)
     batches = [reversal_batch(32, seed=100 + i) for i in range(10)]
@@ -186,9 +195,8 @@ def test_the_same_weights_and_batches_give_the_same_loss_curve(panel):
         loss.backward()
         optimizer.step()
         expected.append(loss.item())
-    got = ask(panel.page, "steps", {"config": page_config(model, "sinusoidal"),
-                                    "weights": weights, "lr": 3e-3,
-                                    "batches": [as_page_batch(b) for b in batches]})["losses"]
+    got = parity("steps", {"config": page_config(model, "sinusoidal"), "weights": weights,
+                           "lr": 3e-3, "batches": [as_page_batch(b) for b in batches]})["losses"]
     assert expected[-1] < expected[0]                       # the steps did something
     worst = max(abs(g - e) / e for g, e in zip(got, expected))
     assert worst <= CURVE_TOLERANCE, list(zip(got, expected))

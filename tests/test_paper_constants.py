@@ -1,4 +1,4 @@
-"""The paper's constants, read from what a run builds (issue 45, item 1).
+"""The paper's constants, read from what a run builds.
 
 Each row of :data:`RUN` is a value the book calls the paper's, with the paper's value and
 section, and a reader that takes it from the objects ``python -m transformer train``

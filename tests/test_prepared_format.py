@@ -1,4 +1,4 @@
-"""Every branch of the prepared corpus's on-disk format round-trips exactly (issue 45, item 3).
+"""Every branch of the prepared corpus's on-disk format round-trips exactly.
 
 ``python -m transformer prepare`` stores token ids as uint16 when the vocabulary has at most
 65,536 pieces and as int32 above (transformer/training/corpus_files.py); the ids are encoded in

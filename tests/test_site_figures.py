@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from site_checks import PHONE, _figure_handle, _overlap, move_slider, screenshot
+from site_checks import PHONE, _figure_handle, _overlap, move_slider, probe, screenshot
 
 
 # Figures whose slider must change what is shown: (page, words in the figure's title).
@@ -35,14 +35,7 @@ def test_slider_changes_figure(path, title_words, open_page, request, capsys):
     assert not opened.errors, opened.errors
 
 
-DIAGRAM_JS = """() => Array.from(document.querySelectorAll('svg.book-diagram'), (svg) => {
-    const box = (e) => { const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
-    return {svg: box(svg), texts: Array.from(svg.querySelectorAll('text'), (t) => [t.textContent, box(t)]),
-            blocks: Array.from(svg.querySelectorAll('g.block'), (g) => ({
-              rect: box(g.querySelector('rect')), texts: Array.from(g.querySelectorAll('text'), box),
-              labels: Array.from(g.querySelectorAll('text'), (t) => t.textContent),
-              links: Array.from(g.querySelectorAll('a'), (a) => a.getAttribute('href'))}))};
-  })"""
+DIAGRAM_JS = probe("diagrams")
 
 
 def _clean_diagram(d: dict, viewport) -> None:
@@ -123,23 +116,7 @@ def _gaps(block: dict) -> list[tuple[str, float]]:
             for text, b in zip(block["labels"], block["texts"])]
 
 
-AXES_JS = """async () => {
-  const box = document.createElement('div');
-  document.querySelector('main article, [role=main]').prepend(box);
-  const names = Array.from({length: 24}, (_, i) => 'row-' + String.fromCharCode(65 + i) + i);
-  const ratio = names.map((_, i) => 0.3 * Math.pow(10, ((i * 7) % 24) / 23));     // 0.3 to 3
-  const gd = document.createElement('div');
-  box.append(gd);
-  await window.attentionBook.newPlot(gd, [{type: 'bar', x: names, y: ratio, name: 'ratio'}],
-    {title: {text: 'a log axis within one power of ten'}, height: 460,
-     xaxis: {title: {text: 'row'}, tickangle: -45}, yaxis: {title: {text: 'ratio'}, type: 'log'}},
-    {responsive: true});
-  await new Promise((r) => setTimeout(r, 300));
-  const labels = (axis) => Array.from(gd.querySelectorAll('.' + axis + 'tick > text'), (t) => t.textContent);
-  const out = {x: labels('x'), y: labels('y')};
-  box.remove();
-  return out;
-}"""
+AXES_JS = probe("log_axis_labels")
 
 
 @pytest.mark.parametrize("width", [PHONE[0], 1280])
@@ -162,10 +139,7 @@ def test_explorer_cross_attention_rows_are_the_predicted_tokens(open_page):
     the translation ended), and the axis title says so."""
     opened = open_page("book/09_attention_explorer.html")
     figure = _figure_handle(opened.page, "Attention explorer").as_element()
-    menu = opened.page.evaluate(
-        """(gd) => gd.layout.updatemenus[0].buttons.map((b) => ({label: b.label, y: b.args[0].y[0],
-                                                                 title: b.args[1]['yaxis.title.text']}))""",
-        figure)
+    menu = opened.page.evaluate(probe("explorer_menu"), figure)
     by_label = {m["label"]: m for m in menu}
     sentences = [label.split(": ")[0] for label in by_label if label.endswith("encoder-decoder attention")]
     assert len(sentences) >= 3, list(by_label)
@@ -179,23 +153,7 @@ def test_explorer_cross_attention_rows_are_the_predicted_tokens(open_page):
     assert not opened.errors, opened.errors
 
 
-# Per figure of the paper redrawn beside the model: its panels (left to right on a wide
-# screen, top to bottom on a phone), each with its title, box and the texts of its words.
-PAPER_BESIDE_JS = """(words) => Array.from(document.querySelectorAll('.js-plotly-plot'))
-  .filter((gd) => (gd._fullLayout.title.text || '').includes(words)).map((gd) => {
-    const fl = gd._fullLayout, box = gd.getBoundingClientRect();
-    const panels = (fl._subplots.xaxis || []).map((id) => {
-      const xa = fl['xaxis' + id.slice(1)], ya = fl[xa.anchor.replace('y', 'yaxis')];
-      const left = box.left + xa._offset, top = box.top + ya._offset;
-      const words = gd._fullData.filter((t) => t.xaxis === id && t.mode === 'text')
-        .map((t) => t.text.map((s) => s.replace(/<\\/?b>/g, '')));
-      const lines = gd._fullData.filter((t) => t.xaxis === id && t.mode === 'lines').length;
-      return {box: [left, top, left + xa._length, top + ya._length], words, lines};
-    });
-    const titles = Array.from(gd.querySelectorAll('.annotation-text'), (e) => e.textContent);
-    return {panels, titles, subtitle: fl.title.subtitle ? fl.title.subtitle.text : '',
-            width: box.width};
-  })"""
+PAPER_BESIDE_JS = probe("paper_beside_model")
 
 
 def test_chapter_9_draws_the_papers_figures_beside_the_model_on_a_phone(open_page, request, capsys):

@@ -12,20 +12,10 @@ from pathlib import Path
 import pytest
 
 from site_checks import (PAGES, PHONE, _figure_handle, _overlap, figure_state, move_slider,
-                         screenshot)
+                         probe, screenshot, wait_for)
 
 
-PHONE_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map((gd) => {
-    const fl = gd._fullLayout;
-    const box = (sel) => Array.from(gd.querySelectorAll(sel), (e) => {
-      const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; })
-      .filter((b) => b[2] > b[0] && b[3] > b[1]);
-    const panels = (fl._subplots.xaxis || []).map((id) => fl['xaxis' + id.slice(1)])
-      .filter((a) => a && a.visible !== false).map((a) => a._length);
-    const text = (t) => (t && typeof t === 'object') ? (t.text || '') : (t || '');
-    return {title: text(fl.title), panels, titles: box('.gtitle, .gtitle-subtitle'),
-            controls: box('.updatemenu-header-group, .slider-container, .colorbar, .legend')};
-  })"""
+PHONE_JS = probe("figure_room")
 
 
 @pytest.mark.parametrize("path", [p for p in PAGES if Path(p).name[:2].isdigit()])
@@ -50,27 +40,7 @@ def test_figures_fit_a_phone(path, open_page, request, capsys):
     assert not opened.errors, opened.errors
 
 
-# Elements laid out past the right edge of a 390 px screen: those inside a box that scrolls
-# or clips sideways (a code cell, a wide table's wrapper, displayed maths) are that box's;
-# hidden and off-canvas elements (the sidebars' drawers) are not laid out for the reader.
-PAST_THE_EDGE_JS = """(width) => {
-  const out = [];
-  const clipped = (e) => { for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
-      const s = getComputedStyle(a);
-      if (/(auto|scroll|hidden|clip)/.test(s.overflowX) && a.getBoundingClientRect().right <= width + 0.5) return true;
-      if (s.position === 'fixed' || s.visibility === 'hidden' || s.display === 'none') return true;
-    } return false; };
-  for (const e of document.body.querySelectorAll('*')) {
-    const b = e.getBoundingClientRect();
-    if (b.width === 0 || b.height === 0 || b.right <= width + 0.5) continue;
-    const s = getComputedStyle(e);
-    if (s.visibility === 'hidden' || s.position === 'fixed' || e.closest('dialog:not([open]), .bd-sidebar-primary, .bd-sidebar-secondary, .MathJax_Preview, mjx-assistive-mml')) continue;
-    if (clipped(e)) continue;
-    out.push([e.tagName.toLowerCase() + (e.className && typeof e.className === 'string' ? '.' + e.className.split(' ')[0] : ''),
-              Math.round(b.right), (e.textContent || '').trim().slice(0, 40)]);
-  }
-  return out;
-}"""
+PAST_THE_EDGE_JS = probe("past_the_edge")
 
 
 @pytest.mark.parametrize("path", PAGES)
@@ -84,80 +54,10 @@ def test_no_element_lies_past_the_right_edge_of_a_phone(path, open_page):
     assert not past, f"{path}: {len(past)} elements past {PHONE[0]} px: {past[:8]}"
 
 
-CLIPPED_JS = """() => {
-  const shown = (t) => { const s = getComputedStyle(t);
-    return t.textContent.trim() && s.visibility !== 'hidden' && s.display !== 'none' &&
-      Number(s.opacity) > 0 && Number(s.fillOpacity) > 0 && !/rgba\\(.*,\\s*0\\)$/.test(s.fill) &&
-      parseFloat(s.fontSize) > 2; };
-  // the plotting area's clip-path of a text (plotly clips labels of points there)
-  const clipBox = (t) => {
-    for (let e = t; e && e.getAttribute; e = e.parentNode) {
-      const ref = /url\\(["']?#([^"')]+)/.exec(e.getAttribute('clip-path') || '');
-      const clip = ref && document.getElementById(ref[1]);
-      const rect = clip && clip.querySelector('rect');
-      if (!rect) continue;
-      const m = e.getScreenCTM(), x = +rect.getAttribute('x') || 0, y = +rect.getAttribute('y') || 0;
-      const xs = [x, x + +rect.getAttribute('width')].map((u) => m.a * u + m.e);
-      const ys = [y, y + +rect.getAttribute('height')].map((v) => m.d * v + m.f);
-      return [Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys)];
-    }
-    return [-Infinity, -Infinity, Infinity, Infinity];
-  };
-  const out = [];
-  for (const fig of document.querySelectorAll('.js-plotly-plot, svg.book-diagram')) {
-    const f = fig.getBoundingClientRect();
-    const right = Math.min(f.right, document.documentElement.clientWidth);
-    for (const t of fig.querySelectorAll('svg text')) {
-      if (!shown(t)) continue;
-      const b = t.getBoundingClientRect();
-      if (b.width === 0 || b.height === 0) continue;
-      const c = clipBox(t);
-      const box = [Math.max(f.left, 0, c[0]), Math.max(f.top, c[1]), Math.min(right, c[2]), Math.min(f.bottom, c[3])];
-      if (b.left < box[0] - 1 || b.right > box[2] + 1 || b.top < box[1] - 1 || b.bottom > box[3] + 1) {
-        const title = fig._fullLayout ? (fig._fullLayout.title.text || '') : fig.getAttribute('aria-label');
-        out.push([title.slice(0, 50), t.textContent.slice(0, 40),
-                  [b.left, b.top, b.right, b.bottom].map(Math.round), box.map(Math.round)]);
-      }
-    }
-  }
-  return out;
-}"""
+CLIPPED_JS = probe("clipped_texts")
 
 
-# Texts of one figure drawn on top of each other: each text's box turned with it (tick
-# labels at -45 degrees), 1 px inside its edges, tested pairwise by separating axes.
-OVERLAP_JS = """() => {
-  const shown = (t) => { const s = getComputedStyle(t);
-    return t.textContent.trim() && s.visibility !== 'hidden' && s.display !== 'none' &&
-      Number(s.opacity) > 0 && Number(s.fillOpacity) > 0 && !/rgba\\(.*,\\s*0\\)$/.test(s.fill) &&
-      parseFloat(s.fontSize) > 2; };
-  const quad = (t) => {
-    const b = t.getBBox(), m = t.getScreenCTM(), i = Math.min(1, b.width / 4, b.height / 4);
-    return [[b.x + i, b.y + i], [b.x + b.width - i, b.y + i], [b.x + b.width - i, b.y + b.height - i],
-            [b.x + i, b.y + b.height - i]].map(([x, y]) => [m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f]);
-  };
-  const apart = (p, q) => {
-    for (const poly of [p, q]) for (let i = 0; i < 4; i++) {
-      const [x1, y1] = poly[i], [x2, y2] = poly[(i + 1) % 4], nx = y2 - y1, ny = x1 - x2;
-      const a = p.map(([x, y]) => nx * x + ny * y), b = q.map(([x, y]) => nx * x + ny * y);
-      if (Math.max(...a) <= Math.min(...b) || Math.max(...b) <= Math.min(...a)) return true;
-    }
-    return false;
-  };
-  const kind = (t) => (t.closest('g[class]') || t).getAttribute('class');
-  const out = [];
-  for (const fig of document.querySelectorAll('.js-plotly-plot, svg.book-diagram')) {
-    const texts = Array.from(fig.querySelectorAll('svg text')).filter(shown)
-      .filter((t) => t.getBBox().width > 0).map((t) => [t, quad(t)]);
-    for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++) {
-      if (apart(texts[i][1], texts[j][1])) continue;
-      const title = fig._fullLayout ? (fig._fullLayout.title.text || '') : fig.getAttribute('aria-label');
-      out.push([title.slice(0, 40), [texts[i][0].textContent.slice(0, 30), kind(texts[i][0])],
-                [texts[j][0].textContent.slice(0, 30), kind(texts[j][0])]]);
-    }
-  }
-  return out;
-}"""
+OVERLAP_JS = probe("overlapping_texts")
 
 
 @pytest.mark.parametrize("path", [p for p in PAGES if Path(p).name[:2].isdigit()])
@@ -174,17 +74,7 @@ def test_no_figure_text_is_cut_off_on_a_phone(path, open_page):
     assert not overlapping, f"{path}: {len(overlapping)} pairs of texts overlap: {overlapping[:8]}"
 
 
-# Each figure's layout, as far as the phone's and the desktop's differ (phone_layout.js).
-LAYOUT_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map((gd) => {
-  const fl = gd._fullLayout;
-  return JSON.stringify({height: fl.height, wrapper: gd.parentElement.style.height,
-    margin: [fl.margin.l, fl.margin.r, fl.margin.t, fl.margin.b],
-    legend: fl.showlegend ? [fl.legend.orientation, fl.legend.yref] : null,
-    colorbars: gd._fullData.filter((t) => t.visible === true && t.showscale && t.colorbar)
-      .map((t) => t.colorbar.orientation),
-    domains: Object.keys(fl).filter((k) => /^[xy]axis\\d*$/.test(k)).sort()
-      .map((k) => k + ' ' + fl[k].domain.map((d) => d.toFixed(3)))});
-})"""
+LAYOUT_JS = probe("figure_layouts")
 
 
 def test_figures_follow_the_phone_switch(open_page, request, capsys):
@@ -206,11 +96,8 @@ def test_figures_follow_the_phone_switch(open_page, request, capsys):
     plain = lambda state: {**state, "title": state["title"].replace("<br>", " ")}  # noqa: E731
     for width in (844, 390, 1280, 390):
         page.set_viewport_size({"width": width, "height": PHONE[1]})
-        try:
-            page.wait_for_function("(want) => (%s)().every((s, i) => s === want[i])" % LAYOUT_JS,
-                                   arg=fresh[width], timeout=20_000)
-        except Exception:
-            pass
+        wait_for(page, "(want) => (%s)().every((s, i) => s === want[i])" % LAYOUT_JS,
+                 arg=fresh[width], timeout=20_000)          # else `wrong` below says how
         page.wait_for_function("(" + UNFITTED_JS + ")().length === 0", timeout=20_000)
         page.wait_for_timeout(300)
         laid_out = page.evaluate(LAYOUT_JS)
@@ -228,13 +115,7 @@ def test_figures_follow_the_phone_switch(open_page, request, capsys):
     assert not opened.errors, opened.errors
 
 
-# Figures drawn at another width than their box's (plotly's responsive resize hears only the
-# window's resize event): [title, drawn width, box width].
-UNFITTED_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
-  .filter((gd) => gd._fullLayout && gd.getBoundingClientRect().width > 0 &&
-          Math.abs(gd._fullLayout.width - gd.getBoundingClientRect().width) >= 1)
-  .map((gd) => [(gd._fullLayout.title.text || '').slice(0, 50), gd._fullLayout.width,
-                Math.round(gd.getBoundingClientRect().width)])"""
+UNFITTED_JS = probe("unfitted_figures")
 
 
 @pytest.mark.parametrize("width", [1280, PHONE[0]])
@@ -245,18 +126,8 @@ def test_figures_follow_their_box_without_a_window_resize(width, open_page):
     opened = open_page("book/04_multi_head.html", viewport=(width, 844))
     page = opened.page
     page.wait_for_function("(" + UNFITTED_JS + ")().length === 0", timeout=20_000)
-    narrower = page.evaluate("""() => {
-      const gd = document.querySelector('.js-plotly-plot');
-      const column = gd.parentElement.parentElement;
-      const width = Math.round(column.getBoundingClientRect().width) - 40;
-      for (const g of document.querySelectorAll('.js-plotly-plot'))
-        g.parentElement.style.width = width + 'px';
-      return width;
-    }""")
-    try:
-        page.wait_for_function("(" + UNFITTED_JS + ")().length === 0", timeout=10_000)
-    except Exception:
-        pass
+    narrower = page.evaluate(probe("narrow_figure_boxes"))
+    wait_for(page, "(" + UNFITTED_JS + ")().length === 0", timeout=10_000)
     assert not page.evaluate(UNFITTED_JS), f"boxes narrowed to {narrower} px"
     assert not page.evaluate(CLIPPED_JS)
     assert not opened.errors, opened.errors
@@ -293,14 +164,8 @@ def test_explorer_menu_options_keep_texts_apart_on_a_phone(open_page):
 PARTS = ("The model", "Training and inference", "What matters, and what next",
          "Under the hood (optional)")
 TOGGLE_PAGE = "book/01_introduction.html"
-SECTIONS_JS = """() => Array.from(document.querySelectorAll('article section > h2'), (h) => {
-    const c = h.cloneNode(true);
-    c.querySelectorAll('.headerlink').forEach((x) => x.remove());
-    return c.textContent.trim(); })"""
-SHOWN_LINKS_JS = """(dialog) => Array.from(document.querySelectorAll(dialog + ' nav a'))
-    .filter((a) => { const b = a.getBoundingClientRect();
-                     return b.width > 0 && b.height > 0 && getComputedStyle(a).visibility !== 'hidden'; })
-    .map((a) => a.textContent.trim())"""
+SECTIONS_JS = probe("page_sections")
+SHOWN_LINKS_JS = probe("shown_links")
 
 
 def _shown_toggle(page, kind: str):
@@ -344,23 +209,7 @@ def test_on_a_wide_screen_the_menu_hides_and_restores_the_sidebar(open_page):
     part.wait_for(state="visible")
 
 
-# Each colour bar of a page: its range, its tick labels (text, left, right, drawn at all)
-# and its title's box, the figure's box around them.
-COLOUR_BARS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap((gd) => {
-  const box = gd.querySelector('svg.main-svg').getBoundingClientRect();
-  return (gd._fullData || []).filter((t) => t.visible === true && t.showscale && t.colorbar)
-    .map((t) => {
-      const bar = gd.querySelector('.cb' + t.uid);
-      if (!bar) return null;
-      const at = (e) => { const r = e.getBoundingClientRect();
-                          return [r.left, r.right, r.width > 0 && r.height > 0]; };
-      const title = bar.querySelector('.cbtitle text');
-      return {figure: (gd._fullLayout.title || {}).text || '', box: [box.left, box.right],
-              range: [t.zmin, t.zmax], title: title ? at(title) : null,
-              ticks: Array.from(bar.querySelectorAll('.cbaxis text, [class$=tick] > text'))
-                .map((e) => [e.textContent, ...at(e)])};
-    }).filter(Boolean);
-})"""
+COLOUR_BARS_JS = probe("colour_bars")
 
 
 def colour_bar_faults(bar: dict) -> list[str]:

@@ -9,24 +9,16 @@ from html import unescape
 
 import pytest
 
+from site_checks import probe, wait_for
 
 
 def _search_results(page) -> list[tuple[str, str]]:
     """(href, snippet) of each result of the search page, once Sphinx has listed them all
     and written each one's snippet (a result left without one has the snippet "")."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     # Sphinx says "finished" once every result is listed; each snippet arrives later, when
     # its page has been fetched: wait for both
-    try:
-        page.wait_for_function("""() => /finished/.test(
-            document.querySelector('#search-results').textContent) && Array.from(
-            document.querySelectorAll('#search-results li')).every(
-            (li) => li.querySelector('p.context'))""", timeout=30_000)
-    except PlaywrightTimeout:
-        pass
-    return page.evaluate("""() => Array.from(document.querySelectorAll('#search-results li'),
-        (li) => [li.querySelector('a').getAttribute('href'),
-                 (li.querySelector('p.context') || {textContent: ''}).textContent])""")
+    wait_for(page, probe("search_finished"), timeout=30_000)
+    return page.evaluate(probe("search_results"))
 
 
 def test_the_search_page_has_one_field_and_snippets_of_prose(open_page, site_dir):
@@ -36,11 +28,7 @@ def test_the_search_page_has_one_field_and_snippets_of_prose(open_page, site_dir
     opened = open_page("search.html?q=softmax")
     page = opened.page
     results = _search_results(page)
-    fields = page.evaluate("""() => Array.from(document.querySelectorAll(
-        'input[type=search], .search-button-field, button.search-button')).filter((e) => {
-          const r = e.getBoundingClientRect();
-          return r.width > 0 && r.height > 0 && getComputedStyle(e).visibility !== 'hidden';
-        }).map((e) => e.outerHTML.slice(0, 80))""")
+    fields = page.evaluate(probe("search_fields"))
     assert len(fields) == 1, fields
     assert len(results) >= 3, results
     for href, snippet in results:

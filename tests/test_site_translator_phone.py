@@ -5,23 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from site_checks import PHONE
+from site_checks import PHONE, _overlap, probe
 
 PAGE = "book/09_attention_explorer.html"
 
-BOXES_JS = """() => {
-  const gd = document.querySelector('.lt-plot');
-  const box = (e) => { const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
-  const bar = gd.querySelector('.modebar');
-  return {modebar: bar && getComputedStyle(bar).opacity !== '0' ? box(bar) : null,
-          buttons: Array.from(gd.querySelectorAll('.modebar-btn'), box),
-          title: Array.from(gd.querySelectorAll('.gtitle tspan, .gtitle'), box),
-          lines: Array.from(gd.querySelectorAll('.gtitle tspan.line'), (t) => t.textContent)};
-}"""
-
-
-def _overlap(a, b) -> bool:
-    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+BOXES_JS = probe("map_toolbar_boxes")
 
 
 @pytest.fixture

@@ -1,9 +1,11 @@
 """The test suite's own rules: every test that needs the built site is marked ``browser``
 (tests/conftest.py marks it from the fixtures it asks for), so ``make test-unit``, which runs
 ``-m "not browser"``, runs every other test and builds no book; under CI missing corpora
-fail instead of skipping; and no test bounds a time (reads a clock or asserts a duration
-below or above anything but 0), but where ALLOWED says why."""
+fail instead of skipping, and the chapters that read them are named; and no test bounds a
+time (reads a clock or asserts a duration below or above anything but 0), but where ALLOWED
+says why."""
 import ast
+import json
 import os
 import re
 import subprocess
@@ -81,6 +83,22 @@ def test_under_ci_missing_corpora_fail_instead_of_skipping(tmp_path):
     assert "1 failed" in summary and "1 error" in summary, summary
     assert "offline corpora not found" in result.stdout
 
+
+
+def test_the_chapters_that_read_the_corpora_are_named():
+    """tests/conftest.py skips the chapters that read the corpora, named by notebook in
+    READS_CORPORA, where the corpora cannot be had: each name is a chapter, and each chapter
+    whose code loads a corpus, trains or reuses the book's run, or runs the ablation is
+    named."""
+    from conftest import READS_CORPORA
+    readers = ("load_corpus(", "cached_run(", '"ablate"')
+    chapters = {path.stem: json.loads(path.read_text(encoding="utf-8"))["cells"]
+                for path in (REPO / "book").glob("*.ipynb")}
+    reading = {stem for stem, cells in chapters.items() if any(
+        reader in "".join(cell["source"]) for cell in cells if cell["cell_type"] == "code"
+        for reader in readers)}
+    assert READS_CORPORA <= set(chapters), READS_CORPORA - set(chapters)
+    assert reading == READS_CORPORA, (reading - READS_CORPORA, READS_CORPORA - reading)
 
 # ------------------------------------------------------------ no wall-clock bounds
 # A test asserts what a timing was meant to protect, checked structurally (the search runs

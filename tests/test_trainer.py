@@ -526,8 +526,8 @@ def test_cpu_autocast_picks_the_math_attention_kernel(precision):
 # ------------------------------------------------------------ a loss that runs away
 def test_a_diverging_run_stops_in_one_line_and_keeps_its_last_good_checkpoint(tmp_path):
     # A peak rate 50x eq. (3)'s on a tiny model: the loss falls for two updates, then climbs
-    # to hundreds with every number finite (the issue's --lr-factor 1000 run went 5.9 ->
-    # 26,183; at 1000 this model diverges from update 1, before any checkpoint).
+    # to hundreds with every number finite (a run at --lr-factor 1000 went 5.9 -> 26,183;
+    # at 1000 this model diverges from update 1, before any checkpoint).
     from helpers import train_args, write_corpus
     out = tmp_path / "run"
     args = train_args(write_corpus(tmp_path / "corpus"), out, updates=60)

@@ -54,7 +54,7 @@ import dataclasses
 import math
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import ClassVar, Protocol, Sequence
 
 import torch
 
@@ -63,10 +63,42 @@ from .fast.kv_cache import KVCache
 from .validation import check_tokens
 from .errors import InputError
 
-__all__ = ["greedy_decode", "beam_search", "decode", "length_penalty", "check_search",
-           "sequence_scores", "build_source_batch", "Search", "PAPER_SEARCH"]
+__all__ = ["SearchModel", "greedy_decode", "beam_search", "decode", "length_penalty",
+           "check_search", "sequence_scores", "build_source_batch", "Search", "PAPER_SEARCH"]
 
 STOPPING = ("count", "bound")             # the beam's stopping rules (module docstring)
+
+
+class SearchModel(Protocol):
+    """What the searches need of a model: the plain and the fast Transformer, and the
+    stand-ins whose next-token scores are written down (tests/helpers.py's
+    ``StandInModel``, the "Your turn" check's ``ScriptedModel``).
+
+    * ``cfg``: the ids (``pad_id``, ``bos_id``, ``eos_id``), ``vocab_size``, ``max_len``;
+    * ``source_mask(src)`` and ``encode(src, src_mask)``: the memory, one row per sentence
+      (rows are dropped with ``index_select(0, ...)`` as sentences finish);
+    * ``decode(tgt_in, memory, src_mask)``: (B, T) prefixes -> (B, T, ...) states, of which
+      the searches read the last position; with a ``decode_rows`` method too, the model is
+      the fast form and is also called ``decode(last, memory, src_mask, cache)``;
+    * ``project(states)``: the next token's scores, (B, T, V), log-softmaxed by the search;
+    * ``eval()``, ``train(mode)``, ``training`` (a torch module's), and ``parameters()``
+      where it has any (the device of ``src``).
+    """
+
+    cfg: object
+    training: bool
+
+    def source_mask(self, src: torch.Tensor): ...
+
+    def encode(self, src: torch.Tensor, src_mask) -> torch.Tensor: ...
+
+    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask, *cache): ...
+
+    def project(self, states) -> torch.Tensor: ...
+
+    def eval(self): ...
+
+    def train(self, mode: bool = True): ...
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -213,7 +245,8 @@ def _select_rows(src_mask, index):
 
 
 # ------------------------------------------------------------------------ greedy
-def greedy_decode(model, src: torch.Tensor, max_extra: int = PAPER_SEARCH.max_extra,
+def greedy_decode(model: SearchModel, src: torch.Tensor,
+                  max_extra: int = PAPER_SEARCH.max_extra,
                   use_cache: bool | None = None) -> list[list[int]]:
     """Most probable token at each step; batched; returns ids without BOS/EOS."""
     check_search(max_extra=max_extra)
@@ -257,7 +290,7 @@ def greedy_decode(model, src: torch.Tensor, max_extra: int = PAPER_SEARCH.max_ex
 
 
 # ------------------------------------------------------------------------- beam
-def beam_search(model, src: torch.Tensor, beam_size: int = PAPER_SEARCH.beam_size,
+def beam_search(model: SearchModel, src: torch.Tensor, beam_size: int = PAPER_SEARCH.beam_size,
                 alpha: float = PAPER_SEARCH.alpha, max_extra: int = PAPER_SEARCH.max_extra,
                 use_cache: bool | None = None,
                 stopping: str = "count") -> list[list[int]]:

@@ -68,7 +68,7 @@ def beam_search_sentence(model, src, beam_size: int = 4, alpha: float = 0.6,
 # ------------------------------------------------------------------- the stand-in model
 class ScriptedModel(nn.Module):
     """A decoder with written-down next-token probabilities, in the interface the searches
-    use (``cfg``, ``source_mask``, ``encode``, ``decode``, ``project``).
+    use (:class:`transformer.decoding.SearchModel`).
 
     ``script`` maps an output prefix (a tuple of ids after BOS) to ``{token: probability}``;
     the rest of the mass is spread over the other ordinary tokens, and EOS gets almost none

@@ -1,59 +1,20 @@
 /* The training panel's Web Worker (a module worker): TensorFlow.js, the page's model
  * (model.js) and the training loop, off the page's main thread.
  *
- * tfjs-core and its WebAssembly backend (one thread: a static site cannot send the
- * cross-origin isolation headers that threads need) are listed in the page with their
- * size, SHA-256 and part (data-files, written by book/_ext/page_training.py) and kept in
- * the Cache API under their SHA-256: a second visit downloads none of them. TensorFlow.js
- * is a script, not a module: imported from its bytes, it defines its global `tf`.
- *
- * Messages in: {id, type, ...}; out, for each id, any number of {id, type: "progress" |
- * "maps"} then one {id, type: "done", ...} or {id, type: "error", message}.
- *   load {files, base}         fetch and start TensorFlow.js
+ * Requests (lib/worker_server.js), each answered by any number of {id, type: "progress" |
+ * "maps"} then one {id, type: "done", ...} or {id, type: "error", message}:
+ *   load {files, base}         fetch and start TensorFlow.js (tfjs.js)
  *   train {settings}           a new model, trained until its sequence accuracy on 500
  *                              held-out sequences reaches settings.target, or
- *                              settings.max_steps; "stop" ends it at the next step
+ *                              settings.max_steps; the note "stop" ends it at the next step
  *   run {symbols}              the trained model's greedy output and its attention maps
- *   gradients {config, weights, batch}       loss and every gradient (the parity test)
- *   steps {config, weights, batches, lr}     the losses of Adam steps (the parity test)
  */
 /* global tf */
-import {cachedBytes} from "../lib/cached_fetch.js";
-import {partName} from "../lib/downloads.js";
-import {hasSimd, requireWebAssembly} from "../lib/webassembly.js";
+import {serve} from "../lib/worker_server.js";
 import * as P from "./model.js";
+import {load, tensors} from "./tfjs.js";
 
-const CACHE = "attention-book-training";
 let model = null, settings = null, stopping = false;
-
-async function cachedBlobUrl(url, sha, type) {
-  return URL.createObjectURL(new Blob([await cachedBytes(url, sha, {cache: CACHE})], {type}));
-}
-
-async function load({files, base}) {
-  requireWebAssembly("the panel");
-  const lib = files.tfjs;
-  const fetchPart = (part, type) => {
-    const name = partName(lib, part);
-    return cachedBlobUrl(base + name, lib[name].sha256, type);
-  };
-  await import(await fetchPart("library", "text/javascript"));       // defines tf
-  await import(await fetchPart("backend", "text/javascript"));       // adds tf.wasm
-  const simd = hasSimd();
-  const wasmUrl = await fetchPart(simd ? "wasm-simd" : "wasm", "application/wasm");
-  tf.wasm.setWasmPaths({"tfjs-backend-wasm.wasm": wasmUrl, "tfjs-backend-wasm-simd.wasm": wasmUrl,
-                        "tfjs-backend-wasm-threaded-simd.wasm": wasmUrl});
-  if (!(await tf.setBackend("wasm"))) throw new Error("TensorFlow.js could not start its WebAssembly backend");
-  await tf.ready();
-  return {backend: tf.getBackend(), simd, version: tf.version_core};
-}
-
-function tensors(batch) {
-  const {size, length} = batch;
-  return [tf.tensor2d(batch.src, [size, length], "int32"),
-          tf.tensor2d(batch.tgtIn, [size, length + 1], "int32"),
-          tf.tensor2d(batch.tgtOut, [size, length + 1], "int32")];
-}
 
 /* Share of `batch`'s sequences whose every target token is the argmax under teacher
  * forcing: the same as exact greedy decoding (a correct prefix is fed back either way). */
@@ -95,7 +56,7 @@ function exampleMaps(example) {
 
 const pause = () => new Promise((resolve) => setTimeout(resolve, 0));
 
-async function train(id, s) {
+async function train(reply, s) {
   if (model) model.dispose();
   settings = s;
   stopping = false;
@@ -109,7 +70,7 @@ async function train(id, s) {
   const variables = model.variables();
   const start = performance.now();
   let accuracy = 0, loss = NaN, step = 0, reached = null;
-  postMessage({id, type: "maps", step: 0, maps: exampleMaps(example), example});
+  reply.post("maps", {step: 0, maps: exampleMaps(example), example});
   while (step < s.max_steps && !stopping) {
     step++;
     const batch = P.taskBatch(s.task, s.batch, s.length, s.symbols, random);
@@ -123,8 +84,8 @@ async function train(id, s) {
         accuracy = sequenceAccuracy(held);
         if (accuracy >= s.target && reached === null) reached = {step, seconds: (performance.now() - start) / 1000};
       }
-      postMessage({id, type: "progress", step, loss, accuracy, seconds: (performance.now() - start) / 1000});
-      if (step % s.maps_every === 0) postMessage({id, type: "maps", step, maps: exampleMaps(example), example});
+      reply.post("progress", {step, loss, accuracy, seconds: (performance.now() - start) / 1000});
+      if (step % s.maps_every === 0) reply.post("maps", {step, maps: exampleMaps(example), example});
       value.dispose();
       if (reached) break;
       await pause();                                     // let "stop" arrive
@@ -133,7 +94,7 @@ async function train(id, s) {
     }
   }
   optimizer.dispose();
-  postMessage({id, type: "maps", step, maps: exampleMaps(example), example});
+  reply.post("maps", {step, maps: exampleMaps(example), example});
   return {step, loss, accuracy, reached, seconds: (performance.now() - start) / 1000,
           stopped: stopping, parameters: variables.reduce((n, v) => n + v.size, 0)};
 }
@@ -156,46 +117,5 @@ function run({symbols}) {
   return {output: out.slice(1), maps, src: Array.from(src), tgtIn};
 }
 
-/* ------------------------------------------------ the parity test's two requests */
-function gradients({config, weights, batch}) {
-  const m = new P.PageTransformer(config, weights);
-  const [src, tgtIn, tgtOut] = tensors(batch);
-  const {value, grads} = tf.variableGrads(() => m.loss(src, tgtIn, tgtOut), m.variables());
-  const named = {};
-  for (const [name, v] of Object.entries(m.params)) named[name] = Array.from(grads[v.name].dataSync());
-  const loss = value.dataSync()[0];
-  tf.dispose([value, ...Object.values(grads), src, tgtIn, tgtOut]);
-  m.dispose();
-  return {loss, grads: named};
-}
-
-function steps({config, weights, batches, lr}) {
-  const m = new P.PageTransformer(config, weights);
-  const optimizer = tf.train.adam(lr, 0.9, 0.999, 1e-8);
-  const losses = batches.map((b) => {
-    const value = tf.tidy(() => {
-      const [src, tgtIn, tgtOut] = tensors(b);
-      return optimizer.minimize(() => m.loss(src, tgtIn, tgtOut), true, m.variables());
-    });
-    const loss = value.dataSync()[0];
-    value.dispose();
-    return loss;
-  });
-  optimizer.dispose();
-  m.dispose();
-  return {losses};
-}
-
-const HANDLERS = {load, run, gradients, steps};
-
-addEventListener("message", async (event) => {
-  const {id, type} = event.data;
-  if (type === "stop") { stopping = true; return; }
-  try {
-    const result = type === "train" ? await train(id, event.data.settings)
-      : await HANDLERS[type](event.data);
-    postMessage({id, type: "done", ...result});
-  } catch (err) {
-    postMessage({id, type: "error", message: String(err && err.message || err)});
-  }
-});
+serve({load, run, train: ({settings}, reply) => train(reply, settings)},
+      {notes: {stop: () => { stopping = true; }}});
