@@ -1,0 +1,369 @@
+"""Every number the build computes for the reader, against an oracle that computes it
+another way: by hand in the test, from the paper's formula, or from the record file read
+directly with ``json`` (never the code under test read back).
+
+One table, :data:`ORACLES`, names each glued value (a ``glue(...)`` call in a chapter's
+hidden answer cell, myst-nb's ``{glue:text}``) and each table a chapter renders from the
+records (``results.NAME(...)``) with the test that holds it. The scan below reads every
+notebook: a glue name, a hidden cell that glues, or a rendered table that is in neither
+:data:`ORACLES` nor :data:`WITHOUT_ORACLE` fails, so a new number cannot come in
+untested. :data:`WITHOUT_ORACLE` is the debt, each entry with what it still lacks; it
+may only shrink (an entry that gains an oracle moves to :data:`ORACLES`).
+
+Oracles held elsewhere are listed here, not repeated: the toy task's held-out split
+(``test_chapter_facts.py``), Table 3's verdicts and two error bars worked out by hand
+(``test_table3_verdicts.py``), the departures table's fallbacks (``test_book_departures.py``).
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import json
+import math
+import re
+import statistics
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOK = ROOT / "book"
+RECORDS = BOOK / "results"                      # read with json here, never through the book
+
+
+def record(name: str) -> dict:
+    return json.loads((RECORDS / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def notebook(name: str) -> dict:
+    return json.loads((BOOK / name).read_text(encoding="utf-8"))
+
+
+def source(cell: dict) -> str:
+    return "".join(cell["source"])
+
+
+HERE = "test_book_numbers.py"
+FACTS = "test_chapter_facts.py"
+TABLE3 = "test_table3_verdicts.py"
+DEPARTURES = "test_book_departures.py"
+
+# ---------------------------------------------------------------------------- the table
+# chapter -> {glue name as the chapter writes it (an f-string's template as written), or
+# "results.NAME" for a rendered table: the tests (file::function) that hold it}
+ORACLES: dict[str, dict[str, list[str]]] = {
+    "01_introduction.ipynb": {
+        "ch1_ex3_conv": [f"{HERE}::test_chapter_1_reach_is_the_ceiling_of_log_k_n"],
+        "ch1_ex3_centred": [f"{HERE}::test_chapter_1_reach_is_the_ceiling_of_log_k_n"],
+        "ch1_ex4_big": [f"{HERE}::test_chapter_1_big_model_counted_by_hand"],
+        "ch1_ex4_diff": [f"{HERE}::test_chapter_1_big_model_counted_by_hand"],
+        "ch1_ex4_per_1000": [f"{HERE}::test_chapter_1_big_model_counted_by_hand"],
+        "ch1_ex5_ratio": [f"{HERE}::test_chapter_1_table_2_from_the_paper"],
+        "ch1_ex5_bleu": [f"{HERE}::test_chapter_1_table_2_from_the_paper"],
+    },
+    "hood_recipe.ipynb": {
+        "results.book_departures": [f"{HERE}::test_departures_table_cell_by_cell",
+                                    f"{DEPARTURES}::test_a_departure_without_a_record_says_so",
+                                    f"{DEPARTURES}::test_one_row_per_departure_of_the_recipe_and_the_corpus"],
+    },
+    "07_training.ipynb": {
+        "results.norm_and_warmup": [f"{DEPARTURES}::test_chapter_7s_warm_up_table_is_the_table3_records"],
+        "results.norm_and_warmup_table": [f"{DEPARTURES}::test_chapter_7s_warm_up_table_is_the_table3_records"],
+    },
+    "appendix_results.ipynb": {
+        "results.table3": [f"{TABLE3}::test_error_bars_worked_out_by_hand",
+                           f"{TABLE3}::test_no_committed_verdict_rests_on_noise"],
+    },
+}
+
+# Facts a chapter states from a computation that is not glued but that an oracle holds
+# (listed so that the one table names every oracle of the book's numbers).
+STATED: dict[str, list[str]] = {
+    "chapters 4-5: the toy accuracy is scored on sequences no training batch held":
+        [f"{FACTS}::test_the_toy_accuracy_is_measured_on_sequences_no_training_batch_held"],
+    "chapter 11: Table 3's verdicts, and the error bars of two rows worked out by hand":
+        [f"{TABLE3}::test_the_committed_study", f"{TABLE3}::test_error_bars_worked_out_by_hand"],
+}
+
+# The debt: glued values and rendered tables with no independent oracle yet. Listed by
+# chapter, all at once per chapter where none of its numbers has one.
+_NO_ORACLE_YET = "no independent oracle yet: only the chapter's own asserts hold it"
+WITHOUT_ORACLE: dict[str, dict[str, str]] = {}
+
+
+def _debt(chapter: str, names: str, why: str = _NO_ORACLE_YET) -> None:
+    WITHOUT_ORACLE.setdefault(chapter, {}).update(dict.fromkeys(names.split(), why))
+
+
+_debt("02_data.ipynb", "ch2_random_min ch2_random_max ch2_bucket_min ch2_bucket_max "
+      "ch2_ex1_pieces ch2_ex1_whole ch2_ex1_whole_8000 ch2_ex1_words ch2_ex2_unk ch2_ex2_known "
+      "ch2_ex3_random ch2_ex3_bucketed ch2_ex3_random_small ch2_ex3_src ch2_ex3_tgt "
+      "ch2_ex3_crossing ch2_ex5_pairs ch2_ex5_updates ch2_ex5_epochs ch2_ex3_rows_{b}")
+_debt("03_attention.ipynb", "ch3_ex1_cat ch3_ex2_w8 ch3_ex2_o8 ch3_ex3_raw ch3_ex3_scaled "
+      "ch3_ex6_ratio ch3_ex6_hidden")
+_debt("04_multi_head.ipynb", "ch4_ex2_seq ch4_ex3_seq ch4_steps ch4_ex3_diag ch4_ex4_heads")
+_debt("05_positional.ipynb", "ch5_ex1_tokens ch5_ex1_first ch5_ex1_last ch5_ex1_chance "
+      "ch5_ex3_longest ch5_ex4_sim ch5_ex4_far")
+_debt("06_model.ipynb", "ch6_ex2_post ch6_ex2_pre ch6_ex3 ch6_ex3_share ch6_ex5")
+_debt("07_training.ipynb", "ch7_ex1 ch7_ex2_p ch7_ex2_nll ch7_ex2_ppl ch7_ex3_wrong "
+      "ch7_ex3_ppl ch7_ex4_{name}")
+_debt("08_decoding.ipynb", "ch8_ex1_greedy ch8_ex1_beam ch8_ex1_k ch8_ex3_worse ch8_ex3_n "
+      "ch8_ex2_short{a:g} ch8_ex2_long{a:g}")
+_debt("09_attention_explorer.ipynb", "ch9_chance ch9_ex2_pairs ch9_aligners ch9_best_aligner "
+      "ch9_cross_rest ch9_positional ch9_enc_rest ch9_dec_positional ch9_sample ch9_sharpest "
+      "ch9_sharpest_rest ch9_sharpest_diag ch9_sharpest_verdict ch9_its_law ch9_size "
+      "ch9_making_difficult ch9_its_top")
+_debt("10_full_model.ipynb", "ch10_avg_gain ch10_avg_verdict ch10_avg_last ch10_base_m "
+      "ch10_big_m ch10_tokens_per_s ch10_flops_base ch10_flops_big ch10_accum_2gpu "
+      "ch10_accum_here ch10_micro_here ch10_update_here")
+_debt("11_table3.ipynb", "ch11_dnt ch11_paper_min ch11_not_trained ch11_agree ch11_disagree "
+      "ch11_base_ppl ch11_n4_ppl ch11_n6_ppl ch11_n4_bleu ch11_uniform ch11_threshold_06 "
+      "ch11_ls_ours ch11_inconclusive ch11_updates ch11_base_bleu ch11_gap ch11_gap_row "
+      "ch11_gap_seeds ch11_err1 ch11_paper_04 ch11_{name} ch11_{name}_ppl "
+      "ch11_paper_{name}_ppl ch11_paper_{name}_bleu",
+      "the verdicts and two error bars have oracles (STATED); the glued text is not yet "
+      "compared with them")
+_debt("12_conclusion.ipynb", "ch12_gain_transformer ch12_gain_rnn ch12_wsj_gap ch12_ratio")
+_debt("hood_fast_form.ipynb", "hoodA_ex1_growth hoodA_ex1_verdict hoodA_ex1_macs_growth")
+_debt("hood_hardware.ipynb", "hoodC_ex2_weights hoodC_ex2_layer hoodC_ex2_layers hoodC_ex2_all")
+_debt("hood_in_the_page.ipynb", "hoodD_ex1_steps hoodD_ex1_ratio hoodD_ex2_{name}")
+_debt("hood_recipe.ipynb", "hoodB_ex2_s hoodB_ex2_rms results.first_build_note")
+_debt("your_transformer.ipynb", "yt_ex1_loss yt_ex1_loss_ref yt_ex1_acc yt_ex1_acc_ref "
+      "yt_ex2_acc yt_ex2_verdict yt_ex3_count")
+_debt("appendix_results.ipynb", "results.recipes results.book_model results.book_mixture "
+      "results.book_dropout results.book_optimizer results.train_throughput results.speed_held "
+      "results.precision results.speedups results.vocab_speed results.memory "
+      "results.prepare_scale results.browser results.page_training results.weight_forms "
+      "results.thread_policy results.book_build results.build_times results.missing_records",
+      "rendered from its record; tests/test_results.py holds the docs to the renderer, not "
+      "the renderer to the record")
+
+
+# ---------------------------------------------------------------------------- the scan
+GLUE = re.compile(r"""\bglue\(\s*f?(["'])(.+?)\1""")
+RENDERED = re.compile(r"\bresults\.(\w+)\b(?=[(,])")
+# the renderers' names, read from their module's text (a chapter's own dict called results
+# has .values)
+RENDERERS = set(re.findall(r"^def (\w+)\(", (BOOK / "transformer_book" / "results.py")
+                           .read_text(encoding="utf-8"), flags=re.M))
+HIDDEN = {"remove-cell", "hide-cell", "remove-input", "hide-input", "remove-output"}
+
+
+def numbers_in(nb: dict) -> set[str]:
+    """The glue names (an f-string's template as written) and the ``results.NAME`` tables
+    of a notebook's code cells; a hidden cell that glues nothing it names is reported by
+    :func:`test_every_hidden_answer_cell_is_read`."""
+    found = set()
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        text = source(cell)
+        found |= {name for _, name in GLUE.findall(text)}
+        found |= {f"results.{name}" for name in RENDERED.findall(text)
+                  if name in RENDERERS and name not in {"with_provenance", "self_measured"}}
+    return found
+
+
+def chapters() -> list[str]:
+    return sorted(p.name for p in BOOK.glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("chapter", chapters())
+def test_every_number_a_chapter_computes_is_in_the_table(chapter):
+    listed = set(ORACLES.get(chapter, {})) | set(WITHOUT_ORACLE.get(chapter, {}))
+    found = numbers_in(notebook(chapter))
+    assert not set(ORACLES.get(chapter, {})) & set(WITHOUT_ORACLE.get(chapter, {}))
+    assert found <= listed, (f"{chapter}: {sorted(found - listed)} computed for the reader "
+                             f"with no oracle: add one to ORACLES (or, with its reason, to "
+                             f"WITHOUT_ORACLE)")
+    assert listed <= found, f"{chapter}: {sorted(listed - found)} listed but not in the chapter"
+
+
+@pytest.mark.parametrize("chapter", chapters())
+def test_every_hidden_answer_cell_is_read(chapter):
+    """A hidden code cell that glues must glue by a name the scan reads (a literal or an
+    f-string as the first argument): a ``glue(name, ...)`` with a variable name would slip
+    past the table."""
+    for cell in notebook(chapter)["cells"]:
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        text = source(cell)
+        if cell["cell_type"] == "code" and tags & HIDDEN and re.search(r"\bglue\(", text):
+            calls = len(re.findall(r"\bglue\(", text))
+            assert len(GLUE.findall(text)) == calls, (chapter, text[:200])
+
+
+def test_every_listed_oracle_exists():
+    tests = ROOT / "tests"
+    for oracles in [*(t for c in ORACLES.values() for t in c.values()), *STATED.values()]:
+        assert oracles
+        for oracle in oracles:
+            file, _, function = oracle.partition("::")
+            tree = ast.parse((tests / file).read_text(encoding="utf-8"))
+            assert function in {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}, oracle
+
+
+# ---------------------------------------------------------------------------- glued values
+def the_cell(chapter: str, marker: str) -> str:
+    found = [source(c) for c in notebook(chapter)["cells"]
+             if c["cell_type"] == "code" and marker in source(c)]
+    assert len(found) == 1, (chapter, marker, len(found))
+    return found[0]
+
+
+def assignments(code: str, *names: str) -> dict:
+    """Run only the top-level assignments of ``names`` in ``code``; their namespace."""
+    keep = [n for n in ast.parse(code).body if isinstance(n, ast.Assign)
+            and {t.id for t in ast.walk(n) if isinstance(t, ast.Name)
+                 and isinstance(t.ctx, ast.Store)} & set(names)]
+    namespace: dict = {}
+    exec(compile(ast.Module(body=keep, type_ignores=[]), "<chapter>", "exec"), namespace)
+    return namespace
+
+
+def glued(monkeypatch, chapter: str, marker: str, namespace: dict) -> dict[str, str]:
+    """Run the hidden cell of ``chapter`` holding ``marker`` in ``namespace``; what it glues."""
+    from transformer_book import answers
+    values: dict[str, str] = {}
+    monkeypatch.setattr(answers, "glue", lambda name, value: values.__setitem__(name, value))
+    exec(the_cell(chapter, marker), namespace)
+    return values
+
+
+@pytest.fixture
+def chapter_1(monkeypatch):
+    import torch
+    from transformer import ModelConfig, Transformer
+    namespace = {"torch": torch, "ModelConfig": ModelConfig, "Transformer": Transformer}
+    namespace.update(assignments(the_cell("01_introduction.ipynb", "k, r = 3, 32"), "k"))
+    namespace.update(assignments(the_cell("01_introduction.ipynb", "table2 = {"), "table2"))
+    return glued(monkeypatch, "01_introduction.ipynb", 'glue("ch1_ex3_conv"', namespace)
+
+
+def test_chapter_1_reach_is_the_ceiling_of_log_k_n(chapter_1):
+    """Exercise 3: 50 tokens, kernel 3, dilations 1, 3, 9, ... Causal kernels reach
+    3^L - 1 back: the first L with 3^L >= 50, ceil(log_3 50) = ceil(3.56) = 4 (a round-down
+    gives 3, which reaches 26 positions). Centred ones reach (3^L - 1)/2 each side:
+    3^L >= 2·49 + 1 = 99, ceil(log_3 99) = ceil(4.18) = 5."""
+    assert math.log(50, 3) == pytest.approx(3.5609, abs=1e-4)
+    assert math.log(99, 3) == pytest.approx(4.1826, abs=1e-4)
+    assert chapter_1["ch1_ex3_conv"] == str(math.ceil(math.log(50, 3))) == "4"
+    assert chapter_1["ch1_ex3_centred"] == str(math.ceil(math.log(99, 3))) == "5"
+
+
+def test_chapter_1_big_model_counted_by_hand(chapter_1):
+    """Exercise 4: the big model (d 1024, d_ff 4096, 6 + 6 layers, 37,000 shared tokens),
+    counted by hand: an attention block is four d×d projections with biases, a feed-forward
+    d×d_ff and back with biases, a layer norm 2d; the embedding is shared with the output."""
+    d, ff, n, vocab = 1024, 4096, 6, 37_000
+    attention, feed_forward, norm = 4 * (d * d + d), 2 * d * ff + ff + d, 2 * d
+    encoder = attention + feed_forward + 2 * norm
+    decoder = 2 * attention + feed_forward + 3 * norm
+    total = vocab * d + n * encoder + n * decoder
+    assert total == 214_245_376
+    assert chapter_1["ch1_ex4_big"] == "214,245,376"
+    assert chapter_1["ch1_ex4_diff"] == "0.6%"            # 1.245 M over 213 M: 0.58 %
+    assert chapter_1["ch1_ex4_per_1000"] == "1,024,000"   # 1,000 more tokens, d each
+
+
+def test_chapter_1_table_2_from_the_paper(chapter_1):
+    """Exercise 5, from the paper's Table 2 (EN-DE): ConvS2S Ensemble 26.36 BLEU at
+    7.7·10^19 FLOPs, Transformer (big) 28.4 at 2.3·10^19."""
+    assert chapter_1["ch1_ex5_ratio"] == "3.3"            # 7.7 / 2.3 = 3.35
+    assert chapter_1["ch1_ex5_bleu"] == "2.04"            # 28.4 - 26.36
+
+
+# ---------------------------------------------------------------------------- tables
+def table_cells(text: str) -> dict[str, list[str]]:
+    """The cells of the Markdown table in ``text`` by its first cell."""
+    rows = [line for line in text.splitlines() if line.startswith("|")][2:]
+    cells = [[c.strip() for c in row.strip().strip("|").split(" | ")] for row in rows]
+    return {row[0].strip("`"): row[1:] for row in cells}
+
+
+def departures_by_hand() -> dict[str, str]:
+    """What the records say each departure buys, each figure read from its record file."""
+    seed_1 = {r["row"]: r for r in record("table3")["rows"] if r["seed"] == 1}
+    valid = lambda run, corpus: run["valid_beam4"][f"{corpus}-en-de"]["bleu"]  # noqa: E731
+    both = lambda run: f"{valid(run, 'multi30k')} / {valid(run, 'tatoeba')}"  # noqa: E731
+    tiny, small = record("tiny_recipe"), record("small_recipe")
+    dropout = record("book_dropout")["runs"]
+    muon = [r for r in dropout if r.get("chosen")]
+    assert len(muon) == 1
+    rounds = record("optimizer_speed")["rounds"]
+    muon_over_adam = statistics.median(r["muon_s"] / r["adam_s"] for r in rounds)
+    build = record("book_build")
+    mixture = record("book_mixture")["runs"]
+    tatoeba = lambda name: record(name)["test"]["tatoeba-en-de"]["beam4"]["bleu"]  # noqa: E731
+    return {
+        "model": f"30 min on Multi30k: test BLEU {tiny['test']['beam4_alpha1.0']['bleu']}, the "
+                 f"small preset {small['test']['beam4_alpha0.6']['bleu']} (other optimizer and "
+                 f"dropout too)",
+        "norm_position": f"{seed_1['norm-pre']['updates']} updates: dev perplexity "
+                         f"{round(seed_1['norm-pre']['dev_ppl'], 1)}, post-norm "
+                         f"{round(seed_1['base']['dev_ppl'], 1)}",
+        "dropout": "valid BLEU, Multi30k / Tatoeba: " + "; ".join(
+            f"{r['dropout'] or 'none'}: {both(r)}" for r in sorted(
+                (r for r in dropout if r["seed"] == 1 and r["multi30k_repeats"] == 2),
+                key=lambda r: r["dropout"])),
+        "optimizer": f"valid BLEU, Multi30k / Tatoeba: Muon {both(muon[0])}, Adam "
+                     f"{both(record('book_optimizer')['runs'][0])} (one seed each); an update "
+                     f"takes {round(muon_over_adam, 2)}x Adam's time",
+        "training_length": f"{round(build['train_s'] / 60)} min on 2 CPU cores "
+                           f"({build['precision']})",
+        "corpus": "valid BLEU with dropout 0.2, Multi30k / Tatoeba: " + "; ".join(
+            f"×{r['multi30k_repeats']}: {both(r)}" for r in mixture)
+            + f"; Tatoeba test: {tatoeba('book_model')}, captions alone "
+              f"{tatoeba('book_model_before')}",
+    }
+
+
+def test_departures_table_cell_by_cell():
+    """Under the hood B's departures, every cell: the paper's setting as the paper states
+    it, the book's as the recipe sets it, and each measured figure from its record file
+    (the pre-norm and the post-norm perplexities each in its place)."""
+    from transformer.training.recipes import DEPARTURES, recipe
+    from transformer_book.results import book_departures
+
+    cfg = recipe("book")
+    paper = {"model": "base: 6 + 6 layers, d_model 512", "norm_position": "post-norm",
+             "dropout": "0.1", "optimizer": "Adam", "warmup": "4,000 updates",
+             "schedule": "equation (3)", "vocab_size": "about 37,000",
+             "update_tokens": "about 25,000 target tokens",
+             "training_length": "100,000 updates (12 h on 8 GPUs)",
+             "corpus": "WMT 2014, 4.5M pairs"}
+    assert (cfg.preset, cfg.model_overrides, cfg.optimizer) == ("tiny", {"dropout": 0.0}, "muon")
+    book = {"model": "tiny: 4 + 4 layers, d_model 128", "norm_position": "pre-norm",
+            "dropout": "none", "optimizer": "Muon + Adam",
+            "warmup": f"{cfg.warmup:,} updates",
+            "schedule": f"equation (3) × {cfg.lr_factor}, cool-down over the last "
+                        f"{cfg.cooldown:,}",
+            "vocab_size": f"{cfg.vocab_size:,}",
+            "update_tokens": f"{cfg.update_tokens:,} target tokens",
+            "training_length": f"{cfg.max_updates:,} updates",
+            "corpus": " + ".join(part.split("*")[0] + (f" ×{part.split('*')[1]}" if "*" in part
+                                                       else "")
+                                 for part in cfg.corpus.split("+"))}
+    evidence = departures_by_hand()
+    table = table_cells(book_departures())
+    assert list(table) == [*DEPARTURES["book"], "corpus"]
+    for name, cells in table.items():
+        assert cells == [paper[name], book[name], evidence.get(name, "no record")], name
+
+
+# ---------------------------------------------------------------------------- planted misses
+def test_a_planted_swap_of_the_norm_perplexities_fails_the_departures_oracle(monkeypatch):
+    """The oracle tells pre-norm from post-norm: the renderer with the two rows swapped
+    does not pass it."""
+    from transformer_book import results
+    load = results.load
+
+    def swapped(name):
+        data = copy.deepcopy(load(name))
+        if name == "table3":
+            for row in data["rows"]:
+                row["row"] = {"base": "norm-pre", "norm-pre": "base"}.get(row["row"], row["row"])
+        return data
+
+    monkeypatch.setattr(results, "load", swapped)
+    with pytest.raises(AssertionError, match="norm_position"):
+        test_departures_table_cell_by_cell()
