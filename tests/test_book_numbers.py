@@ -71,6 +71,7 @@ ORACLES: dict[str, dict[str, list[str]]] = {
         "results.norm_and_warmup_table": [f"{DEPARTURES}::test_chapter_7s_warm_up_table_is_the_table3_records"],
     },
     "appendix_results.ipynb": {
+        "results.mutation": [f"{HERE}::test_mutation_table_from_its_record"],
         "results.table3": [f"{TABLE3}::test_error_bars_worked_out_by_hand",
                            f"{TABLE3}::test_no_committed_verdict_rests_on_noise"],
     },
@@ -367,3 +368,22 @@ def test_a_planted_swap_of_the_norm_perplexities_fails_the_departures_oracle(mon
     monkeypatch.setattr(results, "load", swapped)
     with pytest.raises(AssertionError, match="norm_position"):
         test_departures_table_cell_by_cell()
+
+
+def test_mutation_table_from_its_record():
+    """The Results page's mutation table, each row from book/results/mutation.json read
+    here: caught is killed plus timed out, and the score, worked out here, is caught over
+    caught, survived and reached by no test (an equivalent mutant counts in neither)."""
+    from transformer_book.results import mutation
+
+    rows = [line.strip().strip("|").split(" | ") for line in mutation().splitlines()[2:]]
+    expected = []
+    for module, runs in record("mutation")["modules"].items():
+        for label, x in runs.items():
+            caught, missed = x["killed"] + x["timeout"], x["survived"] + x["no tests"]
+            assert caught + missed + x["equivalent"] == x["total"], (module, label)
+            assert len(x["survivors"]) == missed, (module, label)
+            score = f"{round(100 * caught / (caught + missed))}%"
+            expected.append([f"`{module}`", label, str(caught), str(x["survived"]),
+                             str(x["no tests"]), str(x["equivalent"]), str(x["total"]), score])
+    assert [[c.strip() for c in row] for row in rows] == expected
