@@ -61,6 +61,12 @@ ORACLES: dict[str, dict[str, list[str]]] = {
         "ch1_ex5_ratio": [f"{HERE}::test_chapter_1_table_2_from_the_paper"],
         "ch1_ex5_bleu": [f"{HERE}::test_chapter_1_table_2_from_the_paper"],
     },
+    "12_conclusion.ipynb": {
+        name: [f"{HERE}::test_chapter_12_table_4_from_the_paper"]
+        for name in ("ch12_gain_transformer", "ch12_gain_rnn", "ch12_wsj_gap", "ch12_ratio")},
+    "hood_hardware.ipynb": {
+        name: [f"{HERE}::test_hood_c_attention_weights_counted_by_hand"]
+        for name in ("hoodC_ex2_weights", "hoodC_ex2_layer", "hoodC_ex2_layers", "hoodC_ex2_all")},
     "hood_recipe.ipynb": {
         "results.book_departures": [f"{HERE}::test_departures_table_cell_by_cell",
                                     f"{DEPARTURES}::test_a_departure_without_a_record_says_so",
@@ -124,9 +130,7 @@ _debt("11_table3.ipynb", "ch11_dnt ch11_paper_min ch11_not_trained ch11_agree ch
       "ch11_paper_{name}_ppl ch11_paper_{name}_bleu",
       "the verdicts and two error bars have oracles (STATED); the glued text is not yet "
       "compared with them")
-_debt("12_conclusion.ipynb", "ch12_gain_transformer ch12_gain_rnn ch12_wsj_gap ch12_ratio")
 _debt("hood_fast_form.ipynb", "hoodA_ex1_growth hoodA_ex1_verdict hoodA_ex1_macs_growth")
-_debt("hood_hardware.ipynb", "hoodC_ex2_weights hoodC_ex2_layer hoodC_ex2_layers hoodC_ex2_all")
 _debt("hood_in_the_page.ipynb", "hoodD_ex1_steps hoodD_ex1_ratio hoodD_ex2_{name}")
 _debt("hood_recipe.ipynb", "hoodB_ex2_s hoodB_ex2_rms results.first_build_note")
 _debt("your_transformer.ipynb", "yt_ex1_loss yt_ex1_loss_ref yt_ex1_acc yt_ex1_acc_ref "
@@ -225,8 +229,9 @@ def glued(monkeypatch, chapter: str, marker: str, namespace: dict) -> dict[str, 
     """Run the hidden cell of ``chapter`` holding ``marker`` in ``namespace``; what it glues."""
     from transformer_book import answers
     values: dict[str, str] = {}
-    monkeypatch.setattr(answers, "glue", lambda name, value: values.__setitem__(name, value))
-    exec(the_cell(chapter, marker), namespace)
+    record = lambda name, value: values.__setitem__(name, value)   # noqa: E731
+    monkeypatch.setattr(answers, "glue", record)      # for a cell that imports it
+    exec(the_cell(chapter, marker), {**namespace, "glue": record})
     return values
 
 
@@ -271,6 +276,34 @@ def test_chapter_1_table_2_from_the_paper(chapter_1):
     7.7·10^19 FLOPs, Transformer (big) 28.4 at 2.3·10^19."""
     assert chapter_1["ch1_ex5_ratio"] == "3.3"            # 7.7 / 2.3 = 3.35
     assert chapter_1["ch1_ex5_bleu"] == "2.04"            # 28.4 - 26.36
+
+
+def test_chapter_12_table_4_from_the_paper(monkeypatch):
+    """Table 4 of the paper (WSJ 23 F1): the Transformer 91.3 on WSJ only and 92.7
+    semi-supervised, Vinyals & Kaiser et al. 88.3 and 92.1; the linearised tree of "John
+    has a dog ." is 13 tokens for 5 words, counted here."""
+    chapter = "12_conclusion.ipynb"
+    namespace = {"re": re}
+    exec(the_cell(chapter, "def linearize("), namespace)
+    exec(the_cell(chapter, 'words = "John has a dog ."'), namespace)
+    namespace.update(assignments(the_cell(chapter, "TABLE_4 = ["), "TABLE_4"))
+    values = glued(monkeypatch, chapter, 'glue("ch12_gain_transformer"', namespace)
+    assert len("(S (NP XX )NP (VP XX (NP XX XX )NP )VP . )S".split()) == 13
+    assert values == {"ch12_gain_transformer": "1.4",      # 92.7 - 91.3
+                      "ch12_gain_rnn": "3.8",              # 92.1 - 88.3
+                      "ch12_wsj_gap": "3.0",               # 91.3 - 88.3
+                      "ch12_ratio": "2.6"}                 # 13 / 5
+
+
+def test_hood_c_attention_weights_counted_by_hand(monkeypatch):
+    """Under the hood C, exercise 2: the base model's attention weights for a batch of 16
+    sentences of 512 tokens: 16 · 8 heads · 512 · 512 = 33,554,432 per layer, 128 MiB in
+    fp32; 18 attention layers (6 encoder self, 6 decoder self, 6 cross), 2.25 GiB."""
+    from transformer import ModelConfig
+    values = glued(monkeypatch, "hood_hardware.ipynb", 'glue("hoodC_ex2_weights"',
+                   {"ModelConfig": ModelConfig})
+    assert values == {"hoodC_ex2_weights": "33,554,432", "hoodC_ex2_layer": "128 MiB",
+                      "hoodC_ex2_layers": "18", "hoodC_ex2_all": "2.25 GiB"}
 
 
 # ---------------------------------------------------------------------------- tables
