@@ -70,6 +70,14 @@ ORACLES: dict[str, dict[str, list[str]]] = {
     "10_full_model.ipynb": {
         name: [f"{HERE}::test_chapter_10_the_papers_costs_by_hand"]
         for name in ("ch10_tokens_per_s", "ch10_flops_base", "ch10_flops_big", "ch10_accum_2gpu")},
+    "05_positional.ipynb": {
+        name: [f"{HERE}::test_chapter_5_and_6_answers_by_hand"]
+        for name in ("ch5_ex3_longest", "ch5_ex1_chance")},
+    "06_model.ipynb": {
+        name: [f"{HERE}::test_chapter_5_and_6_answers_by_hand"] for name in ("ch6_ex3", "ch6_ex5")},
+    "hood_in_the_page.ipynb": {
+        name: [f"{HERE}::test_hood_d_decoding_steps_and_weight_bytes_by_hand"]
+        for name in ("hoodD_ex1_steps", "hoodD_ex1_ratio", "hoodD_ex2_{name}")},
     "12_conclusion.ipynb": {
         name: [f"{HERE}::test_chapter_12_table_4_from_the_paper"]
         for name in ("ch12_gain_transformer", "ch12_gain_rnn", "ch12_wsj_gap", "ch12_ratio")},
@@ -114,9 +122,8 @@ _debt("02_data.ipynb", "ch2_random_min ch2_random_max ch2_bucket_min ch2_bucket_
 _debt("03_attention.ipynb", "ch3_ex1_cat ch3_ex2_w8 ch3_ex2_o8 ch3_ex3_raw ch3_ex3_scaled "
       "ch3_ex6_ratio ch3_ex6_hidden")
 _debt("04_multi_head.ipynb", "ch4_ex2_seq ch4_ex3_seq ch4_steps ch4_ex3_diag ch4_ex4_heads")
-_debt("05_positional.ipynb", "ch5_ex1_tokens ch5_ex1_first ch5_ex1_last ch5_ex1_chance "
-      "ch5_ex3_longest ch5_ex4_sim ch5_ex4_far")
-_debt("06_model.ipynb", "ch6_ex2_post ch6_ex2_pre ch6_ex3 ch6_ex3_share ch6_ex5")
+_debt("05_positional.ipynb", "ch5_ex1_tokens ch5_ex1_first ch5_ex1_last ch5_ex4_sim ch5_ex4_far")
+_debt("06_model.ipynb", "ch6_ex2_post ch6_ex2_pre ch6_ex3_share")
 _debt("07_training.ipynb", "ch7_ex3_wrong ch7_ex3_ppl ch7_ex4_{name}")
 _debt("08_decoding.ipynb", "ch8_ex1_greedy ch8_ex1_beam ch8_ex1_k ch8_ex3_worse ch8_ex3_n "
       "ch8_ex2_short{a:g} ch8_ex2_long{a:g}")
@@ -134,7 +141,6 @@ _debt("11_table3.ipynb", "ch11_dnt ch11_paper_min ch11_not_trained ch11_agree ch
       "the verdicts and two error bars have oracles (STATED); the glued text is not yet "
       "compared with them")
 _debt("hood_fast_form.ipynb", "hoodA_ex1_growth hoodA_ex1_verdict hoodA_ex1_macs_growth")
-_debt("hood_in_the_page.ipynb", "hoodD_ex1_steps hoodD_ex1_ratio hoodD_ex2_{name}")
 _debt("hood_recipe.ipynb", "hoodB_ex2_s hoodB_ex2_rms results.first_build_note")
 _debt("your_transformer.ipynb", "yt_ex1_loss yt_ex1_loss_ref yt_ex1_acc yt_ex1_acc_ref "
       "yt_ex2_acc yt_ex2_verdict yt_ex3_count")
@@ -371,6 +377,32 @@ def test_chapter_10_the_papers_costs_by_hand(monkeypatch):
     assert 3.5 * 24 * 3600 * 8 * 9.5e12 == pytest.approx(2.29824e19)
     assert values == {"ch10_tokens_per_s": "62,500", "ch10_flops_base": "3.3·10¹⁸",
                       "ch10_flops_big": "2.3·10¹⁹", "ch10_accum_2gpu": "4"}
+
+
+def test_chapter_5_and_6_answers_by_hand(monkeypatch):
+    """Chapter 5: the slowest sinusoid of d_model 16 has wavelength 2π · 10000^(14/16) =
+    2π · 10^3.5 = 19,869 positions; chance among 12 letters is 1/12 = 8%. Chapter 6: the
+    base model's feed-forward block, 512 · 2048 + 2048 + 2048 · 512 + 512 = 2,099,712
+    parameters; exercise 5's share, 0.5 / (0.5 + 1/512) = 0.99611, is 99.6%."""
+    import numpy as np
+    from transformer import ModelConfig
+    from transformer.feedforward import PositionwiseFeedForward
+    five = glued_only(monkeypatch, "05_positional.ipynb", 'glue("ch5_ex3_longest"',
+                      {"ch5_ex3_longest", "ch5_ex1_chance"}, {"np": np, "letters": 12})
+    assert five == {"ch5_ex3_longest": "19,869", "ch5_ex1_chance": "8%"}
+    six = glued_only(monkeypatch, "06_model.ipynb", 'glue("ch6_ex3"', {"ch6_ex3", "ch6_ex5"},
+                     {"ModelConfig": ModelConfig, "PositionwiseFeedForward": PositionwiseFeedForward})
+    assert six == {"ch6_ex3": "2,099,712", "ch6_ex5": "99.6%"}
+
+
+def test_hood_d_decoding_steps_and_weight_bytes_by_hand(monkeypatch):
+    """Under the hood D: a 20-token output without a cache recomputes 1 + 2 + ... + 20 =
+    210 positions, 10.5 a token; 10 million weights take 40, 20 and 10 MB in fp32, fp16
+    and int8."""
+    values = glued(monkeypatch, "hood_in_the_page.ipynb", 'glue("hoodD_ex1_steps"', {})
+    assert values == {"hoodD_ex1_steps": "210", "hoodD_ex1_ratio": "10.5",
+                      "hoodD_ex2_fp32": "40 MB", "hoodD_ex2_fp16": "20 MB",
+                      "hoodD_ex2_int8": "10 MB"}
 
 
 # ---------------------------------------------------------------------------- tables
