@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 TORCH  ?= torch==2.13.0
 export PYTHONUNBUFFERED = 1
 
-.PHONY: setup test test-unit test-book node-test node-setup test-colab book browser jemalloc demo clean train-small train-tiny clean-cache gpu-data gpu-wheels
+.PHONY: mutate setup test test-unit test-book node-test node-setup test-colab book browser jemalloc demo clean train-small train-tiny clean-cache gpu-data gpu-wheels
 # Book builds and book tests run torch on one thread: on small shared CPUs the default
 # thread count thrashes (the Results page, "Training beside other work", has the figures).
 # The book build trains its cached model in a kernel: under jemalloc (when installed) its
@@ -52,6 +52,18 @@ node_modules/.installed: package.json package-lock.json
 	touch $@
 
 node-setup: node_modules/.installed
+
+# Mutation testing (not part of `make test`: an hour or more for every target): the planted
+# bugs each module's targeted tests catch, mutmut for the package and Stryker for the page,
+# the targets and their tests in pyproject.toml's [tool.mutation]; one target:
+#   make mutate TARGETS=transformer/schedule.py LABEL=before
+# It merges its counts into book/results/mutation.json (the Results page shows them).
+TARGETS ?=
+LABEL   ?= after
+mutate: setup node-setup
+	$(PY) -c "import mutmut" 2>/dev/null || $(PY) -m pip install -q "mutmut==3.8.1"
+	OMP_NUM_THREADS=1 $(PY) -m benchmarks.quality.mutation $(TARGETS) --label $(LABEL) \
+	  --record book/results/mutation.json
 
 test-book: setup
 	BOOK_QUICK=1 $(PY) -m pytest book tests/test_site_*.py --nbval-lax --nbval-current-env

@@ -9,7 +9,7 @@ from transformer import LabelSmoothingLoss, noam_lr, sinusoidal_encoding
 from transformer.fast import FastLabelSmoothingLoss
 from transformer.fast import loss as loss_module
 from transformer.loss import smoothed_target
-from transformer.schedule import with_cooldown
+from transformer.schedule import no_warmup_lr, with_cooldown
 
 
 def test_noam_matches_equation_3():
@@ -28,6 +28,41 @@ def test_noam_peaks_at_warmup(d_model, warmup):
 def test_noam_rejects_step_zero():
     with pytest.raises(ValueError, match="from 1"):
         noam_lr(0, 512)
+
+
+def test_noam_warms_up_over_the_papers_4000_steps_by_default():
+    """Section 5.3: warmup_steps = 4000; the peak, worked out by hand, is
+    512^-0.5 · 4000^-0.5 = 1 / sqrt(2,048,000) at step 4000, higher than its neighbours."""
+    assert noam_lr(4000, 512) == pytest.approx(1 / math.sqrt(2_048_000), rel=1e-12)
+    assert noam_lr(3999, 512) < noam_lr(4000, 512) > noam_lr(4001, 512)
+
+
+@pytest.mark.parametrize("schedule", [noam_lr, no_warmup_lr])
+@pytest.mark.parametrize("d_model, warmup", [(0, 4000), (-8, 4000), (512, 0), (512, -1)])
+def test_a_schedule_refuses_a_width_or_warm_up_below_one(schedule, d_model, warmup):
+    with pytest.raises(ValueError, match="needs d_model > 0 and warmup > 0, got "
+                                         f"{d_model}, {warmup}"):
+        schedule(10, d_model, warmup)
+
+
+@pytest.mark.parametrize("schedule", [noam_lr, no_warmup_lr])
+def test_a_schedule_takes_the_smallest_width_and_warm_up(schedule):
+    assert schedule(1, 1, 1) == 1.0                 # 1^-0.5 · 1^-0.5, from step 1 on
+    assert schedule(4, 1, 1) == 0.5
+
+
+def test_no_warmup_starts_at_the_peak_and_then_is_equation_3():
+    """The schedule without warm-up, by hand: the peak d_model^-0.5 · warmup^-0.5 from step
+    1 (the paper's 4,000 steps by default), then 512^-0.5 · step^-0.5, equation (3)'s decay;
+    ``factor`` scales it."""
+    peak = 1 / math.sqrt(512 * 4000)
+    assert no_warmup_lr(1, 512) == no_warmup_lr(3999, 512) == pytest.approx(peak, rel=1e-12)
+    assert no_warmup_lr(16_000, 512) == pytest.approx(1 / math.sqrt(512 * 16_000), rel=1e-12)
+    for step in (4000, 4001, 16_000, 100_000):
+        assert no_warmup_lr(step, 512) == pytest.approx(noam_lr(step, 512), rel=1e-12)
+    assert no_warmup_lr(7, 128, 100, factor=3.0) == pytest.approx(3 / math.sqrt(128 * 100))
+    with pytest.raises(ValueError, match="no_warmup_lr counts steps from 1, got step=0"):
+        no_warmup_lr(0, 512)
 
 
 def test_cooldown_falls_linearly_from_the_rate_it_starts_at_and_leaves_the_rest_alone():
@@ -72,6 +107,46 @@ def test_loss_ignores_padding_and_without_smoothing_is_cross_entropy():
     changed = logits.clone()
     changed[1, 3:] = 100.0                                # logits at pad positions
     assert LabelSmoothingLoss(0.1)(changed, target) == LabelSmoothingLoss(0.1)(logits, target)
+
+
+def test_plain_loss_smooths_by_the_papers_0_1_by_default_and_refuses_1_or_more():
+    """Section 5.4's eps_ls = 0.1 when none is given; smoothing must lie in [0, 1): at 1 the
+    label would weigh nothing."""
+    logits, target = torch.randn(3, 7), torch.tensor([1, 5, 6])
+    assert LabelSmoothingLoss()(logits, target) == LabelSmoothingLoss(0.1, 0)(logits, target)
+    for smoothing in (0.0, 0.99):
+        LabelSmoothingLoss(smoothing)
+    for smoothing in (-0.1, 1.0, 1.5):
+        with pytest.raises(ValueError, match=rf"^label smoothing must be in \[0, 1\), got {smoothing}$"):
+            LabelSmoothingLoss(smoothing)
+
+
+def test_plain_loss_names_a_shape_or_reduction_it_cannot_take():
+    loss = LabelSmoothingLoss()
+    with pytest.raises(ValueError, match=r"^logits \(2, 3, 5\) and target \(2, 4\) do not match$"):
+        loss(torch.randn(2, 3, 5), torch.ones(2, 4, dtype=torch.long))
+    with pytest.raises(ValueError, match="^reduction must be 'mean' or 'sum', got 'max'$"):
+        loss(torch.randn(2, 5), torch.ones(2, dtype=torch.long), reduction="max")
+
+
+def test_plain_loss_of_one_real_token_is_its_own_loss():
+    """The mean divides by the number of real tokens: one token's mean is its sum."""
+    logits, target = torch.randn(1, 3, 5), torch.tensor([[2, 0, 0]])
+    loss = LabelSmoothingLoss(0.1, pad_id=0)
+    assert loss(logits, target) == loss(logits, target, reduction="sum") > 0
+
+
+def test_plain_loss_target_distribution_of_a_batch_by_hand():
+    """q' for a (batch, length) target, entry by entry: eps / V everywhere, plus 1 - eps on
+    each position's own label, in that position's row only."""
+    target, V, eps = torch.tensor([[1, 3, 0], [2, 2, 4]]), 5, 0.25
+    q = smoothed_target(target, V, eps)
+    assert q.shape == (2, 3, V)
+    for b in range(2):
+        for t in range(3):
+            for k in range(V):
+                expected = eps / V + (1 - eps) * (k == target[b, t].item())
+                assert q[b, t, k].item() == pytest.approx(expected), (b, t, k)
 
 
 def test_sinusoidal_table_is_section_3_5():

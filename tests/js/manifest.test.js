@@ -37,3 +37,13 @@ test("each file is checked for its presence, size and checksum", async () => {
                        /g1.onnx does not match manifest.json's checksum/);
   assert.ok(await checkedFiles(manifest, all, async () => null));          // no hashing here
 });
+
+test("a refusal names every missing file and says what to do, in full", async () => {
+  await assert.rejects(checkedFiles(manifest, {"w.bin": file(4)}, sha), {
+    message: "the model folder lacks g1.onnx, g2.onnx: choose every file that " +
+             "`python -m transformer export` wrote (or drop the folder)"});
+  const all = {"g1.onnx": file(3), "g2.onnx": file(2), "w.bin": file(4)};
+  await assert.rejects(checkedFiles(manifest, all, async () => "other"), {
+    message: "g1.onnx does not match manifest.json's checksum: the file is damaged or from " +
+             "another export"});
+});

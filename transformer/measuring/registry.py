@@ -88,6 +88,11 @@ BENCHMARKS = [
     ("book/build.py", "`make book` from an empty run cache",
      "python -m benchmarks.book.build", "book_build",
      lambda r: f"{r['wall_s'] / 60:.1f} min ({r['precision']})"),
+    ("quality/mutation.py", "mutation testing: the planted bugs each module's targeted tests "
+     "catch (mutmut; Stryker for the page)", "python -m benchmarks.quality.mutation",
+     "mutation",
+     lambda r: ", ".join(f"{m.rsplit('/', 1)[-1]} {x['score']:.0%}" for m, runs in
+                         r["modules"].items() for x in [list(runs.values())[-1]])),
     ("gpu/check.sh + gpu/check_record.py", "device tests and GPU throughput",
      "bash benchmarks/gpu/check.sh", "gpu_step", None),
     ("gpu/train.sh + gpu/train_record.py", "the base model on a GPU, torchrun, chapters 7 "
@@ -113,4 +118,4 @@ MOVED = {f"benchmarks/{old}": f"benchmarks/{new}" for old, new in [
     ("gpu_train_record.py", "gpu/train_record.py"),
     ("gpu_train_steps.py", "gpu/train_steps.py")]}
 
-GROUPS = ("cpu", "book", "gpu")       # the folders of benchmarks/
+GROUPS = ("cpu", "book", "gpu", "quality")       # the folders of benchmarks/

@@ -333,6 +333,21 @@ def table3() -> str:
                    "paper ppl", "paper BLEU"], rows)
 
 
+def mutation() -> str:
+    """The mutation runs (benchmarks/quality/mutation.py): for each module and run (before
+    and after a round of new tests), its planted bugs caught and missed, and the score,
+    caught / (caught + missed); an equivalent mutant (no caller can tell it apart) counts
+    in neither."""
+    rows = []
+    for module, runs in load("mutation")["modules"].items():
+        for label, x in runs.items():
+            rows.append([f"`{module}`", label, x["killed"] + x["timeout"], x["survived"],
+                         x["no tests"], x["equivalent"], x["total"],
+                         "" if x["score"] is None else f"{x['score']:.0%}"])
+    return markdown_table(["module", "run", "caught", "survived", "reached by no test", "equivalent",
+                   "mutants", "score"], rows)
+
+
 def build_times() -> str:
     r = load("build_times")
     return markdown_table(["target", "wall time", "note", "provenance"], [
@@ -370,7 +385,7 @@ QUOTED = ["tiny_recipe", "small_recipe", "anchors", "book_model_before", "book_m
           "bf16_without_instructions", "attention_kernel", "compile_cpu", "optimizer_speed",
           "dropout_speed", "decode_speed", "vocab_speed", "host_memory", "prepare_wmt14_scale",
           "browser_speed", "page_training",
-          "table3", "build_times", "step_profile"]
+          "table3", "build_times", "step_profile", "mutation"]
 
 
 def missing_records() -> list[str]:

@@ -1,0 +1,1 @@
+"""How well the tests hold the code: ``python -m benchmarks.quality.NAME --help``."""
