@@ -1,7 +1,7 @@
 """Every pointer in the prose resolves: each file path, Python module, function or class
-that a docstring, a file's leading comment block (Python ``#``, JavaScript ``//`` and
-``/* */``) or the contributor's docs (CONTRIBUTING.md, README.md, benchmarks/README.md)
-names exists, so the prose follows the code when a module moves.
+that a docstring, a comment (Python ``#``, JavaScript ``//`` and ``/* */``: a file's header
+and its sections' headers alike) or the contributor's docs (CONTRIBUTING.md, README.md,
+benchmarks/README.md) names exists, so the prose follows the code when a module moves.
 
 What counts as a pointer, and where it must lead:
 
@@ -23,8 +23,10 @@ What counts as a pointer, and where it must lead:
 ALLOWED lists the deliberate mentions that do not resolve, each with its reason."""
 import ast
 import importlib
+import io
 import os
 import re
+import tokenize
 import warnings
 from functools import cache
 from pathlib import Path
@@ -46,6 +48,8 @@ ALLOWED = {
     "average_checkpoints.py": "fairseq's script, another project's file",
     "transformer.x.y": "the form of a module's name, an example",
     "book/NN_name.ipynb": "the form of a chapter's file name",
+    "./x.js": "the form of an import the page's staging reads, an example",
+    "../lib/y.js": "the form of a re-export the page's staging reads, an example",
     "./r/": "a user's run folder, one of the spellings the resume accepts",
     "benchmarks/train_throughput.py": "the old path, in the note saying where it went",
     "benchmarks/book/doubt_set.json": "made by `--make-set` and labelled by hand; not yet",
@@ -75,37 +79,33 @@ def sources() -> list[Path]:
 
 
 def python_prose(text: str) -> list[str]:
-    """A Python file's docstrings (module, classes, functions) and its leading comments."""
+    """A Python file's docstrings (module, classes, functions) and its comments, each run of
+    ``#`` lines one text."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SyntaxWarning)     # a file's own escapes are its lint's
         tree = ast.parse(text)
     found = [ast.get_docstring(node) for node in ast.walk(tree)
              if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
                                   ast.AsyncFunctionDef))]
-    lead = []
-    for line in text.splitlines():
-        if line.startswith("#"):
-            lead.append(line.lstrip("#"))
-        elif line.strip() and lead:
-            break
-        elif line.strip():
-            break
-    return [d for d in found if d] + ["\n".join(lead)]
+    blocks, last = [], -2
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.COMMENT:
+            row = token.start[0]
+            if row == last + 1:
+                blocks[-1] += "\n" + token.string.lstrip("#")
+            else:
+                blocks.append(token.string.lstrip("#"))
+            last = row
+    return [d for d in found if d] + blocks
 
 
 def js_prose(text: str) -> list[str]:
-    """A JavaScript file's leading comments: its ``//`` lines and ``/* */`` blocks before the
-    first line of code."""
-    found, rest = [], text.lstrip()
-    while rest.startswith(("//", "/*")):
-        if rest.startswith("//"):
-            line, _, rest = rest.partition("\n")
-            found.append(line[2:])
-        else:
-            block, _, rest = rest[2:].partition("*/")
-            found.append(block)
-        rest = rest.lstrip()
-    return ["\n".join(found)]
+    """A JavaScript file's comments: its ``/* */`` blocks and runs of ``//`` lines (a ``//``
+    after a colon or a quote is a URL's or a string's, not a comment)."""
+    blocks = re.findall(r"/\*(.*?)\*/", text, re.S)
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    lines = [m.group(1) for m in re.finditer(r"(?<![:\"'\\])//(.*)", text)]
+    return blocks + ["\n".join(lines)]
 
 
 def prose(path: Path) -> list[str]:
