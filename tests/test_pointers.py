@@ -11,22 +11,25 @@ What counts as a pointer, and where it must lead:
   mentioning file's folder or of the page's static root (``book/_ext/static/``, where the
   page's code names its modules as ``lib/dom.js``): a file or folder there; a line pointer
   must lie inside the file (a path whose first folder is none of these, a run's ``runs/``
-  or the site's ``_static/``, points outside the repository and is not checked). A word in capitals (``NAME``, ``GROUP``, ``NN``) is a placeholder: at least one
-  file must match it;
+  or the site's ``_static/``, points outside the repository and is not checked). A word in
+  capitals (``NAME``, ``GROUP``, ``NN``) or ``...`` is a placeholder: at least one file must
+  match it; a record the benchmarks' registry promises may be not yet written;
 * a bare file name in lower case, ``viz.py``: some file of the repository has that name;
 * a dotted name starting with ``transformer.``, ``transformer_book.`` or ``benchmarks.``:
-  it imports (the longest importable prefix) and the rest resolves by ``getattr``;
+  it imports (the longest importable prefix) and the rest resolves by ``getattr``, a
+  function or class in its own module (a package's re-export counts; a module's mere import
+  of it does not: ``checkpoint.same_vocabulary`` is the tokenizer's);
 * in a Python file, a backticked dotted name whose first part is a module of the mentioning
-  module's package (``checkpoint.same_vocabulary`` in transformer/inference.py): that
-  module has the rest.
+  module's package (``checkpoint.average_checkpoints`` in transformer/inference.py): that
+  module has the rest; so does a Sphinx cross-reference (``:func:`.checkpoint.load_checkpoint```, from
+  the package; ``:class:`Trainer``` as the mentioning module reads it).
 
 ALLOWED lists the deliberate mentions that do not resolve, each with its reason."""
 import ast
 import importlib
-import io
 import os
 import re
-import tokenize
+import types
 import warnings
 from functools import cache
 from pathlib import Path
@@ -55,6 +58,12 @@ ALLOWED = {
     "benchmarks/book/doubt_set.json": "made by `--make-set` and labelled by hand; not yet",
 }
 
+# Modules that re-export another module's names on purpose: module -> why.
+REEXPORTS = {
+    "transformer_book.viz": "the chapters' one helper module: it hands on switches' and "
+                            "site's helpers (pick, setup_plotly) so a chapter imports one",
+}
+
 EXT = r"(?:py|js|json|md|ipynb|css|yml|yaml|toml|txt|cfg|html|svg|pt|jsonl)"
 URL = re.compile(r"\b(?:https?|file)://\S+")
 PATH = re.compile(r"(?<![\w./@~$-])((?:[\w.-]+/)+(?:[\w.-]+\." + EXT + r"|))"
@@ -79,8 +88,8 @@ def sources() -> list[Path]:
 
 
 def python_prose(text: str) -> list[str]:
-    """A Python file's docstrings (module, classes, functions) and its comments, each run of
-    ``#`` lines one text."""
+    """A Python file's docstrings (module, classes, functions) and its comment lines, each
+    run of ``#`` lines one text."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SyntaxWarning)     # a file's own escapes are its lint's
         tree = ast.parse(text)
@@ -88,14 +97,15 @@ def python_prose(text: str) -> list[str]:
              if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
                                   ast.AsyncFunctionDef))]
     blocks, last = [], -2
-    for token in tokenize.generate_tokens(io.StringIO(text).readline):
-        if token.type == tokenize.COMMENT:
-            row = token.start[0]
-            if row == last + 1:
-                blocks[-1] += "\n" + token.string.lstrip("#")
-            else:
-                blocks.append(token.string.lstrip("#"))
-            last = row
+    for row, line in enumerate(text.splitlines()):
+        comment = line.lstrip()
+        if not comment.startswith("#"):
+            continue
+        if row == last + 1:
+            blocks[-1] += "\n" + comment.lstrip("#")
+        else:
+            blocks.append(comment.lstrip("#"))
+        last = row
     return [d for d in found if d] + blocks
 
 
@@ -161,7 +171,10 @@ def path_problem(token: str, first: str | None, last: str | None, where: Path) -
 
 
 @cache
-def resolves(name: str) -> bool:
+def resolves(name: str, home: bool = True) -> bool:
+    """``name`` imports and its attributes exist; with ``home``, a function or class is named
+    in its own module (or a package, or a module of REEXPORTS), not in a module that merely
+    imports it."""
     parts = name.split(".")
     for i in range(len(parts), 0, -1):
         try:
@@ -173,7 +186,12 @@ def resolves(name: str) -> bool:
         for attr in parts[i:]:
             if not hasattr(obj, attr):
                 return False
-            obj = getattr(obj, attr)
+            owner, obj = obj, getattr(obj, attr)
+            if home and isinstance(owner, types.ModuleType) and not hasattr(owner, "__path__") \
+                    and owner.__name__ not in REEXPORTS \
+                    and isinstance(obj, (type, types.FunctionType)) \
+                    and obj.__module__ != owner.__name__:
+                return False                 # a module's import of it, not its home
         return True
     return False
 
@@ -191,8 +209,8 @@ def package_of(path: Path) -> list[str]:
 
 
 def relative_names(name: str, path: Path) -> list[str]:
-    """``checkpoint.same_vocabulary`` named in a module of ``transformer`` ->
-    ``transformer.checkpoint.same_vocabulary``, as ``checkpoint`` is a module of it: the
+    """``checkpoint.average_checkpoints`` named in a module of ``transformer`` ->
+    ``transformer.checkpoint.average_checkpoints``, as ``checkpoint`` is a module of it: the
     name read from each package around the mentioning module that has such a module."""
     first, found = name.split(".")[0], []
     for package in package_of(path):
@@ -213,7 +231,7 @@ def module_name(path: Path) -> str | None:
 
 
 def role_problem(target: str, path: Path) -> str | None:
-    """A Sphinx cross-reference, ``:func:`.checkpoint.same_vocabulary``` (from the package),
+    """A Sphinx cross-reference, ``:func:`.checkpoint.average_checkpoints``` (from the package),
     ``:mod:`transformer.fast``` (whole) or ``:func:`load_model``` (in the module or its
     packages, or an attribute of one of the module's classes or their instances): it
     resolves."""
@@ -226,9 +244,11 @@ def role_problem(target: str, path: Path) -> str | None:
     elif target.startswith("."):
         package = module if path.stem == "__init__" else module.rpartition(".")[0]
         candidates = [package + target]
-    else:
+    else:                            # as the module reads it: its imports count
         candidates = [module] + package_of(path)
         candidates = [f"{base}.{target}" for base in dict.fromkeys(candidates)]
+        if any(resolves(name, home=False) for name in candidates):
+            return None
     if any(resolves(name) for name in candidates):
         return None
     if module and "." not in target and (any(  # a method or field of a class of the module
@@ -291,7 +311,9 @@ def test_a_stale_pointer_fails():
     inference = REPO / "transformer" / "inference.py"
     stale = """``transformer/nowhere.py``, transformer/tools/cli.py:99999,
     ``transformer.tokenizer.no_such_function``, ``checkpoint.no_such_function``,
-    ``lib/no_such_module.js``, ``toy_nowhere.py``, ``book/results/NOSUCH_x.json``."""
+    ``lib/no_such_module.js``, ``toy_nowhere.py``, ``book/results/NOSUCH_x.json``,
+    ``checkpoint.same_vocabulary`` (imported there, defined in the tokenizer),
+    :mod:`.no_such_module`, :func:`no_such_name`."""
     assert problems(inference, [stale]) == sorted([
         "transformer/nowhere.py: no such file or folder",
         "transformer/tools/cli.py:99999: the file has "
@@ -301,10 +323,15 @@ def test_a_stale_pointer_fails():
         "does not resolve",
         "lib/no_such_module.js: no such file or folder",
         "toy_nowhere.py: no file of that name",
-        "book/results/NOSUCH_x.json: no file matches"])
+        "book/results/NOSUCH_x.json: no file matches",
+        "checkpoint.same_vocabulary (transformer.checkpoint.same_vocabulary): "
+        "does not resolve",
+        ".no_such_module (transformer.no_such_module): does not resolve",
+        "no_such_name (transformer.inference.no_such_name): does not resolve"])
     sound = """``transformer/tools/cli.py``, transformer/tools/cli.py:1,
     ``transformer.tokenizer.same_vocabulary``, ``tokenizer.same_vocabulary``,
-    ``lib/dom.js``, ``viz.py``, ``book/results/NAME.json``, ``benchmarks.GROUP.NAME``."""
+    ``lib/dom.js``, ``viz.py``, ``book/results/NAME.json``, ``benchmarks.GROUP.NAME``,
+    :mod:`.checkpoint`, :func:`load_model`, :func:`load_checkpoint` (imported there)."""
     assert problems(inference, [sound]) == []
 
 
