@@ -92,6 +92,7 @@ def python_prose(text: str) -> list[str]:
     run of ``#`` lines one text."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SyntaxWarning)     # a file's own escapes are its lint's
+        warnings.simplefilter("ignore", DeprecationWarning)
         tree = ast.parse(text)
     found = [ast.get_docstring(node) for node in ast.walk(tree)
              if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
