@@ -11,7 +11,8 @@ What counts as a pointer, and where it must lead:
   mentioning file's folder or of the page's static root (``book/_ext/static/``, where the
   page's code names its modules as ``lib/dom.js``): a file or folder there; a line pointer
   must lie inside the file (a path whose first folder is none of these, a run's ``runs/``
-  or the site's ``_static/``, points outside the repository and is not checked). A word in
+  or the site's ``_static/``, or is hidden, ``.cache/``, points outside the repository and
+  is not checked). A word in
   capitals (``NAME``, ``GROUP``, ``NN``) or ``...`` is a placeholder: at least one file must
   match it; a record the benchmarks' registry promises may be not yet written;
 * a bare file name in lower case, ``viz.py``: some file of the repository has that name;
@@ -152,8 +153,11 @@ def promised_records() -> frozenset[str]:
 def path_problem(token: str, first: str | None, last: str | None, where: Path) -> str | None:
     if token in promised_records():
         return None
+    first_folder = token.split("/")[0]
+    if first_folder.startswith(".") and first_folder not in (".", ".."):
+        return None                  # a hidden folder (.cache/, .venv/): a machine's, not ours
     bases = [base for base in (REPO, REPO / "book", where.parent, STATIC)
-             if (base / token.split("/")[0]).is_dir()]
+             if (base / first_folder).is_dir()]
     if not bases:
         return None                  # not a pointer into the repository: a run's folder, a URL
     if PLACEHOLDER.search(token) or "..." in token:
