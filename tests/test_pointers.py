@@ -12,9 +12,9 @@ What counts as a pointer, and where it must lead:
   page's code names its modules as ``lib/dom.js``): a file or folder there; a line pointer
   must lie inside the file (a path whose first folder is none of these, a run's ``runs/``
   or the site's ``_static/``, or is hidden, ``.cache/``, points outside the repository and
-  is not checked). A word in
-  capitals (``NAME``, ``GROUP``, ``NN``) or ``...`` is a placeholder: at least one file must
-  match it; a record the benchmarks' registry promises may be not yet written;
+  is not checked). A word in capitals (``NAME``, ``GROUP``, ``NN``) or ``...`` is a
+  placeholder: at least one file must match it; a record the benchmarks' registry promises
+  may be not yet written;
 * a bare file name in lower case, ``viz.py``: some file of the repository has that name;
 * a dotted name starting with ``transformer.``, ``transformer_book.`` or ``benchmarks.``:
   it imports (the longest importable prefix) and the rest resolves by ``getattr``, a
