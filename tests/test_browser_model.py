@@ -257,7 +257,7 @@ def test_the_live_explorer_fits_a_phone(new_page, exported):
                       const b = e.getBoundingClientRect(); return [b.left, b.right]; })
                       .filter((b) => b[0] < -0.5 || b[1] > 390.5)};
         }""")
-        assert box["heatmap"] >= 280, box              # book/_ext/static/phone_layout.js
+        assert box["heatmap"] >= 280, box              # book/_ext/static/lib/phone_layout.js
         assert box["labels"] == box["tokens"], box       # every token labelled
         assert not box["outside"], box
         assert box["controls_bottom"] <= box["title_top"], box

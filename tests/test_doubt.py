@@ -1,4 +1,4 @@
-"""The boundaries of ``transformer.decoding.doubt`` (issue 45, item 4), and the rule at work
+"""The boundaries of ``transformer.doubt``, and the rule at work
 behind every search the reader can choose on the command line.
 
 The rule: the input is mostly unknown when at least half of its pieces are ``<unk>``; the

@@ -21,7 +21,7 @@ PHONE_JS = probe("figure_room")
 @pytest.mark.parametrize("path", [p for p in PAGES if Path(p).name[:2].isdigit()])
 def test_figures_fit_a_phone(path, open_page, request, capsys):
     """At 390x844 (a phone) every figure's plotting area is at least 280 px wide (legends
-    and colour bars below it, panels stacked: book/_ext/static/phone_layout.js), every
+    and colour bars below it, panels stacked: book/_ext/static/lib/phone_layout.js), every
     menu, slider, colour bar and legend lies inside the screen's width, none covers a
     title, and the page does not scroll sideways."""
     opened = open_page(path, viewport=PHONE)

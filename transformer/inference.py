@@ -94,7 +94,7 @@ def load_model(path: str | os.PathLike, device: str | torch.device = "cpu",
     :class:`~transformer.checkpoint.CheckpointError` naming the file when it is not a
     checkpoint, its configuration holds a value of the wrong type or range, its weights do
     not fit its configuration, or the tokenizer is not the one the model was trained with
-    (:func:`~transformer.checkpoint.same_vocabulary` with the checkpoint's record). A
+    (:func:`~transformer.tokenizer.same_vocabulary` with the checkpoint's record). A
     checkpoint that records neither its tokenizer nor a fingerprint (written by an older
     version) loads only with ``tokenizer`` given: the reader vouches for it, since a
     vocabulary of the same size can be another one (it translated to "T T T ...").

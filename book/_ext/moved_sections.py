@@ -4,8 +4,8 @@ Readers and search engines hold links such as ``06_model.html#the-kv-cache``; wh
 section moves (the learning path kept the paper, the "Under the hood" part took the
 engineering), its old address must still reach it. :data:`MOVED` is the one list of such
 moves: for each old page, the anchors that left it and the page and anchor they went to.
-Each old page loads ``static/moved_sections.js`` with its own part of the list in the
-script tag's ``data-moved`` attribute (``static/moved/moved_sections.js``); when the address's anchor is not on the page, the
+Each old page loads ``static/moved/moved_sections.js`` with its own part of the list in
+the script tag's ``data-moved`` attribute; when the address's anchor is not on the page, the
 script replaces the address with the section's new one.
 
 Enabled from ``_config.yml``: ``sphinx: local_extensions: {moved_sections: book/_ext}``.

@@ -1,6 +1,6 @@
 """The toy tasks of chapters 4 and 5: reverse, copy or sort a short sequence of letters.
 
-They are the tasks of chapter 4's in-page training panel (book/_ext/static/page_training.js),
+They are the tasks of chapter 4's in-page training panel (book/_ext/static/training/panel.js),
 trained here with the package's plain :class:`~transformer.model.Transformer`: a batch of
 random letter sequences (:func:`toy_batch`), Adam on the unsmoothed cross-entropy
 (:func:`train_toy`), and the share of tokens and of whole sequences right on sequences the

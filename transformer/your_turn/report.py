@@ -2,7 +2,7 @@
 plain words, and the likely mistake named.
 
 A check runs the learner's code and the package's own on the same inputs (a
-:class:`Case`). Where they differ it tries each :class:`Mistake` of its list, a small
+case). Where they differ it tries each :class:`Mistake` of its list, a small
 function that computes what code with that one mistake would give, and names the first
 whose output equals the learner's. What it prints is a :class:`Report`; a failed check
 also raises :class:`CheckFailed`, whose one line is the diagnosis, so that a notebook

@@ -14,7 +14,7 @@ import {tidy} from "./tidy.js";
  * a window narrowed), it is drawn anew from them in the other layout, with the reader's
  * choices (slider steps, menu options, traces hidden from the legend) applied again.
  * Drawing anew rather than plotly.react: react from one layout to the other kept margins
- * pushed for the other layout's colour bar (see translator.js). */
+ * pushed for the other layout's colour bar (see translator/widget.js). */
 
 /* Objects and arrays of objects are copied; arrays of numbers or strings (the data) are
  * shared: plotly replaces them, never changes them. */

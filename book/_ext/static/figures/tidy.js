@@ -1,6 +1,6 @@
 /* Texts of a drawn figure moved apart: plotly places tick labels, axis titles and labels
  * of points itself, and only the drawn figure tells which of them collide or are cut off.
- * logTicks, numberText and depth are pure (tests/js/tidy.test.js). */
+ * logTicks, numberText and depth are pure (tests/js/layout.test.js). */
 /* ---------------------------------------------------------------- after a draw
  * plotly places tick labels, axis titles and labels of points itself; only the drawn
  * figure tells which of them collide or are cut off. Each pass measures every text (its

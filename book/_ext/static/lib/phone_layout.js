@@ -5,7 +5,7 @@
  *   - panels side by side (subplots in columns) are stacked, each the full width;
  *   - a colour bar goes below the plot, horizontal;
  *   - titles are broken into lines; menus and sliders are kept inside the figure's width.
- * Pure functions of plotly's data and layout (tests/js/phone_layout.test.js). */
+ * Pure functions of plotly's data and layout (tests/js/layout.test.js). */
 const num = function (v, d) { return typeof v === "number" ? v : d; };
 
 export function axisNames(layout, letter, data) {

@@ -161,7 +161,7 @@ export class PageTransformer {
 
   /* src (B, S), tgtIn (B, T) int32 -> logits (B, T, vocab); with `record`, every
    * attention's weights go into record[kind][layer] ("encoder.self", "decoder.self",
-   * "decoder.cross"), as transformer.fast.record_attention names them. */
+   * "decoder.cross"), as transformer.recording.record_attention names them. */
   forward(src, tgtIn, record) {
     const keep = (kind, i, w) => { if (record) (record[kind] = record[kind] || [])[i] = w; };
     let x = this.embed(src), w;

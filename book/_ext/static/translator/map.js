@@ -5,7 +5,7 @@
  * where they fit and every k-th one of a longer sentence (hover names every cell; a zoom
  * labels every token of the range shown); the margins are computed here from the labels'
  * widths, once, so that plotly lays the figure out in one pass. Pure functions
- * (tests/js/map.test.js), `measure(texts, size)` given by the caller. */
+ * (tests/js/layout.test.js), `measure(texts, size)` given by the caller. */
 
 export const MAX_LABELS = 40;           // tick labels per axis drawn at once
 // plotly's toolbar (its modebar: 24 px buttons 2 px under the figure's top right, shown
