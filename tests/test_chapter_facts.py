@@ -103,7 +103,8 @@ CODE_OF = {"MatMul": " @ ", "Scale": "math.sqrt(d_k)", "Mask (opt.)": "masked_fi
 @pytest.mark.parametrize("chapter, title, names", FIGURE_2, ids=["left", "right"])
 def test_figure_2_is_drawn_with_each_box_linked_to_its_section_and_line(chapter, title, names):
     """The chapter's hidden cell draws its half of Figure 2: the paper's boxes, each name
-    linked to a section of the book that exists, each file:line to the package line."""
+    linked to a section of the book that exists, each function's name to its line in the
+    package."""
     import transformer
 
     nb = notebook(chapter)
@@ -121,8 +122,15 @@ def test_figure_2_is_drawn_with_each_box_linked_to_its_section_and_line(chapter,
         assert target.is_file(), page
         assert not anchor or anchor in anchors(notebook(target.name)), page
         file, line = re.fullmatch(r"https://github\.com/.+/transformer/(.+)#L(\d+)", code).groups()
-        assert re.search(rf">{re.escape(file)}:{line}<", block), block
-        line_text = (package / file).read_text().splitlines()[int(line) - 1]
+        source = (package / file).read_text()
+        line_text = source.splitlines()[int(line) - 1]
+        shown_code = "".join(re.findall(r'<text class="source"[^>]*>([^<]*)</text>', block))
+        assert re.search(rf"<title>transformer/{re.escape(file)}, ", block), block
+        # the box names the function whose body holds the linked line, found here by ast
+        holders = [node.name for node in ast.walk(ast.parse(source))
+                   if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   and node.lineno <= int(line) <= node.end_lineno]
+        assert shown_code.removesuffix("()") in holders, (shown_code, holders)
         name_shown = " ".join(re.findall(r'<text class="label"[^>]*>([^<]*)</text>', block))
         assert CODE_OF[name_shown] in line_text, (name_shown, line_text)
 
