@@ -10,8 +10,9 @@ What counts as a pointer, and where it must lead:
   folder is one of the repository root, of ``book/`` (``transformer_book/``), of the
   mentioning file's folder or of the page's static root (``book/_ext/static/``, where the
   page's code names its modules as ``lib/dom.js``): a file or folder there; a line pointer
-  must lie inside the file (a path whose first folder is none of these, a run's ``runs/``
-  or the site's ``_static/``, or is hidden, ``.cache/``, points outside the repository and
+  must lie inside the file (a path whose first folder is none of these, a run's ``runs/``,
+  the site's ``_static/`` or a build's ``_build/`` (a folder git tracks no file in), or is
+  hidden, ``.cache/``, points outside the repository and
   is not checked). A word in capitals (``NAME``, ``GROUP``, ``NN``) or ``...`` is a
   placeholder: at least one file must match it; a record the benchmarks' registry promises
   may be not yet written;
@@ -30,6 +31,7 @@ import ast
 import importlib
 import os
 import re
+import subprocess
 import types
 import warnings
 from functools import cache
@@ -150,6 +152,25 @@ def promised_records() -> frozenset[str]:
     return frozenset(f"book/results/{row[3]}.json" for row in BENCHMARKS)
 
 
+@cache
+def tracked_folders() -> frozenset[Path] | None:
+    """Every folder holding a file git tracks, or None outside a git checkout."""
+    try:
+        listed = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True,
+                                check=True).stdout.split("\n")
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return frozenset(parent for name in listed if name
+                     for parent in (REPO / name).parents
+                     if parent == REPO or REPO in parent.parents)
+
+
+def ours(folder: Path) -> bool:
+    """A folder of the repository's own, not one a build or a run left (``_build/``)."""
+    tracked = tracked_folders()
+    return folder.is_dir() if tracked is None else folder.resolve() in tracked
+
+
 def path_problem(token: str, first: str | None, last: str | None, where: Path) -> str | None:
     if token in promised_records():
         return None
@@ -157,7 +178,7 @@ def path_problem(token: str, first: str | None, last: str | None, where: Path) -
     if first_folder.startswith(".") and first_folder not in (".", ".."):
         return None                  # a hidden folder (.cache/, .venv/): a machine's, not ours
     bases = [base for base in (REPO, REPO / "book", where.parent, STATIC)
-             if (base / first_folder).is_dir()]
+             if ours(base / first_folder)]
     if not bases:
         return None                  # not a pointer into the repository: a run's folder, a URL
     if PLACEHOLDER.search(token) or "..." in token:

@@ -8,7 +8,9 @@
  * Pure functions of plotly's data and layout (tests/js/layout.test.js). */
 const num = function (v, d) { return typeof v === "number" ? v : d; };
 
-export function axisNames(layout, letter, data) {
+/* The layout's axes of one letter, by their keys ("xaxis", "xaxis2", ...): those the layout
+ * names and those the traces refer to. */
+export function layoutAxes(layout, letter, data) {
   const names = {};
   Object.keys(layout).forEach((k) => {
     if (new RegExp("^" + letter + "axis\\d*$").test(k)) names[k] = true;
@@ -23,7 +25,7 @@ export function axisNames(layout, letter, data) {
 /* Stack panels that sit side by side: each x axis spans the width, and the panels'
  * y domains are laid out top to bottom in reading order (row, then column). */
 export function stackPanels(data, layout) {
-  const xs = axisNames(layout, "x", data);
+  const xs = layoutAxes(layout, "x", data);
   const panels = [];
   xs.forEach((xname) => {
     const xa = layout[xname] || {};
@@ -108,7 +110,7 @@ function wrapTitles(layout, width) {       // the title, and the titles controls
 /* An x axis title wider than the plot is broken into lines; returns the lines added. */
 function wrapAxisTitles(layout, data, width) {
   let added = 0;
-  axisNames(layout, "x", data).forEach((name) => {
+  layoutAxes(layout, "x", data).forEach((name) => {
     const axis = layout[name] || {};
     const title = typeof axis.title === "string" ? {text: axis.title} : axis.title;
     if (!title || typeof title.text !== "string") return;
@@ -128,7 +130,7 @@ export function phoneLayout(data, layout, width) {
   layout.margin = Object.assign({}, margin, {l: Math.min(num(margin.l, 80), map ? 0 : 4),
                                              r: Math.min(num(margin.r, 80), map ? 2 : 8)});
   ["x", "y"].forEach((letter) => {
-    axisNames(layout, letter, data).forEach((name) => {
+    layoutAxes(layout, letter, data).forEach((name) => {
       layout[name] = Object.assign({automargin: true}, layout[name]);
       if (map) {            // a map's token labels: small, so that the map keeps the width
         const font = layout[name].tickfont || {};
