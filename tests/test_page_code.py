@@ -91,3 +91,39 @@ def test_the_page_doubts_as_the_package_does():
                 for c in DOUBT["cases"]]
     assert sum(e is not None for e in expected) >= len(expected) // 3   # notes, not only None
     assert json.loads(run.stdout) == expected
+
+
+def test_the_panels_toy_tasks_are_the_books():
+    """training/model.js's TASKS and transformer_book.toy's TASKS, the two homes of the toy
+    tasks (the panel trains in the page what chapters 4 and 5 train in Python): the same
+    names, and the same target for the same sequences, in Node."""
+    import torch
+    from transformer_book.toy import TASKS
+
+    node = _node()
+    text = (STATIC / "training" / "model.js").read_text(encoding="utf-8")
+    block = re.search(r"export const TASKS = (\{.*?\n\});", text, flags=re.S).group(1)
+    sequences = [[7, 4, 9, 4, 5], [4], [12, 11, 10, 9, 8, 7, 6, 5], [6, 6, 5, 30, 21]]
+    script = ("const TASKS = %s; const s = JSON.parse(process.argv[1]);"
+              "console.log(JSON.stringify(Object.fromEntries(Object.entries(TASKS)"
+              ".map(([k, f]) => [k, s.map(f)]))));" % block)
+    run = subprocess.run([node, "-e", script, json.dumps(sequences)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    page = json.loads(run.stdout)
+    assert set(page) == set(TASKS)
+    for name, task in TASKS.items():
+        assert page[name] == [task(torch.tensor([s]))[0].tolist() for s in sequences], name
+
+
+def test_the_attention_kinds_are_named_alike():
+    """The names of the three attention kinds, in the book's figures (viz.ATTENTION_KINDS),
+    the translator's map (translator/map.js) and the training panel (training/panel.js):
+    the decoder's self-attention is "masked" in all three, never "causal"."""
+    from transformer_book.viz import ATTENTION_KINDS
+
+    assert "(masked)" in ATTENTION_KINDS["decoder.self"][0]
+    for page in ("translator/map.js", "training/panel.js"):
+        text = (STATIC / page).read_text(encoding="utf-8")
+        assert re.search(r'\["decoder\.self", "[^"]*\(masked\)"', text), page
+        assert "(causal)" not in text, page

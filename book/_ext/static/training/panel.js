@@ -47,7 +47,7 @@ const EXPERIMENTS = [
 const FRAME_BUDGET_MS = 6;          // of map drawing a frame; the rest waits for the next
 const KINDS = [["decoder.cross", "Decoder attention over the source"],
                ["encoder.self", "Encoder self-attention"],
-               ["decoder.self", "Decoder self-attention (causal)"]];
+               ["decoder.self", "Decoder self-attention (masked)"]];
 
 const label = (id) => id === 1 ? "<bos>" : id === 2 ? "<eos>" : id >= 4 ? SYMBOLS[id - 4] : "?";
 
