@@ -188,3 +188,53 @@ def test_book_quick_is_read_when_asked(monkeypatch):
     assert viz.quick() and viz.pick(300, 60) == 60
     monkeypatch.setenv("BOOK_QUICK", "0")
     assert not viz.quick() and viz.pick(300, 60) == 300
+
+
+def imports_that_fail(nb: dict) -> list[str]:
+    """Each ``from transformer... import NAME`` / ``import transformer...`` of a notebook's
+    code cells (shell and magic lines left out) that does not resolve: the module does not
+    import, or has no such name. A module that moves breaks a chapter here, in a second,
+    instead of in the book's build."""
+    import ast
+    import importlib
+
+    failed = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        text = "\n".join(line for line in "".join(cell["source"]).splitlines()
+                         if not line.lstrip().startswith(("%", "!")))
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                modules, names = [node.module], [a.name for a in node.names]
+            elif isinstance(node, ast.Import):
+                modules, names = [a.name for a in node.names], []
+            else:
+                continue
+            for module in modules:
+                if module.split(".")[0] not in ("transformer", "transformer_book"):
+                    continue
+                try:
+                    found = importlib.import_module(module)
+                except ImportError as error:
+                    failed.append(f"{module}: {error}")
+                    continue
+                for name in names:
+                    if not hasattr(found, name):
+                        try:
+                            importlib.import_module(f"{module}.{name}")
+                        except ImportError:
+                            failed.append(f"{module}.{name}")
+    return failed
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_every_import_of_the_package_in_a_chapter_resolves(path):
+    assert imports_that_fail(json.loads(path.read_text(encoding="utf-8"))) == []
+
+
+def test_the_import_check_sees_a_moved_module():
+    cell = {"cell_type": "code", "source": ["from transformer_book import records, viz\n",
+                                            "import transformer.nowhere\n", "%time 1\n"]}
+    assert imports_that_fail({"cells": [cell]}) == [
+        "transformer_book.records", "transformer.nowhere: No module named 'transformer.nowhere'"]

@@ -21,6 +21,7 @@ import pytest
 import torch
 
 from transformer import ModelConfig, Transformer
+from transformer.decoding import Search
 from transformer.translation import translate, translations
 from transformer.fast import FastTransformer
 from transformer.layers import Residual
@@ -248,8 +249,9 @@ SEARCH = [("beam", 4, "beam_size"), ("alpha", 0.6, "alpha")]
 
 @pytest.mark.parametrize("option, paper, parameter", SEARCH)
 def test_the_search_is_section_6_1s_wherever_a_reader_decodes(option, paper, parameter):
-    places = {"translate()": defaults(translate)[parameter],
-              "translations()": defaults(translations)[parameter],
+    places = {"Search()": getattr(Search(), parameter),
+              "translate()": getattr(defaults(translate)["search"], parameter),
+              "translations()": getattr(defaults(translations)["search"], parameter),
               "python -m transformer translate": parsed("translate", "m.pt")[option],
               "python -m transformer evaluate": parsed("evaluate", "m.pt")[option],
               "python -m transformer ablate": parsed("ablate")[option]}
@@ -257,8 +259,9 @@ def test_the_search_is_section_6_1s_wherever_a_reader_decodes(option, paper, par
 
 
 def test_the_output_is_at_most_the_input_plus_50_tokens():           # section 6.1
-    places = {"translate()": defaults(translate)["max_extra"],
-              "translations()": defaults(translations)["max_extra"],
+    places = {"Search()": Search().max_extra,
+              "translate()": defaults(translate)["search"].max_extra,
+              "translations()": defaults(translations)["search"].max_extra,
               "python -m transformer translate": parsed("translate", "m.pt")["max_extra"],
               "python -m transformer evaluate": parsed("evaluate", "m.pt")["max_extra"]}
     assert places == dict.fromkeys(places, 50)
