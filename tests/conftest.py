@@ -12,6 +12,7 @@ import torch
 import corpus_host
 import processes
 from corpus_host import OFFLINE, rehearse_a_fresh_machine
+from helpers import READS_CORPORA
 from local_host import LocalHost, StaticFiles
 
 rehearse_a_fresh_machine()      # an empty data root, corpora from local hosts (corpus_host.py)
@@ -264,13 +265,6 @@ def pytest_collection_modifyitems(items):
         if SITE_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.browser)
     _skip_chapters_without_corpora(items)
-
-
-# The chapters whose code reads the corpora (loads one, trains or reuses the book's run, or
-# runs the ablation on Multi30k), by notebook name; tests/test_suite.py holds the list to
-# the chapters.
-READS_CORPORA = frozenset({"02_data", "07_training", "08_decoding", "09_attention_explorer",
-                           "10_full_model", "11_table3", "hood_in_the_page"})
 
 
 def _skip_chapters_without_corpora(items) -> None:

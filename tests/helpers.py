@@ -205,3 +205,11 @@ def gpu_dry_run(script: str, out: Path, data: Path, *options: str, timeout: int 
                             capture_output=True, text=True, timeout=timeout)
     log = (out / "log.txt").read_text() if (out / "log.txt").is_file() else result.stderr
     return result, log
+
+
+# The chapters whose code reads the corpora (loads one, trains or reuses the book's run, or
+# runs the ablation on Multi30k), by notebook name: tests/conftest.py skips them where the
+# corpora cannot be had, and tests/test_suite.py holds the list to the chapters. (Here, not
+# in conftest.py: a full run imports book/conftest.py under the same module name.)
+READS_CORPORA = frozenset({"02_data", "07_training", "08_decoding", "09_attention_explorer",
+                           "10_full_model", "11_table3", "hood_in_the_page"})

@@ -87,10 +87,10 @@ def test_under_ci_missing_corpora_fail_instead_of_skipping(tmp_path):
 
 def test_the_chapters_that_read_the_corpora_are_named():
     """tests/conftest.py skips the chapters that read the corpora, named by notebook in
-    READS_CORPORA, where the corpora cannot be had: each name is a chapter, and each chapter
+    helpers.READS_CORPORA, where the corpora cannot be had: each name is a chapter, and each chapter
     whose code loads a corpus, trains or reuses the book's run, or runs the ablation is
     named."""
-    from conftest import READS_CORPORA
+    from helpers import READS_CORPORA
     readers = ("load_corpus(", "cached_run(", '"ablate"')
     chapters = {path.stem: json.loads(path.read_text(encoding="utf-8"))["cells"]
                 for path in (REPO / "book").glob("*.ipynb")}
