@@ -28,21 +28,68 @@ def test_the_papers_sentences_and_lines():
         "are missing, in my opinion.")
     for fig in pf.FIGURES.values():
         assert (fig.layer, fig.layers) == (5, 6)
-        assert fig.tokens[-1] == "<EOS>" and "Vaswani" not in fig.caption
+        assert fig.tokens[-1] == "<EOS>" and "<pad>" not in fig.tokens and "Vaswani" not in fig.caption
+        rows = {}
         for e in fig.edges:
             assert 0 <= e.query < len(fig.tokens) and 0 <= e.key < len(fig.tokens)
-            assert e.strength in pf.STRENGTHS and e.weight is None
-        assert len(set(fig.edges)) == len(fig.edges)
-    lines = lambda fig: {(e.head, fig.tokens[e.query], fig.tokens[e.key], e.strength) for e in fig.edges}
-    assert lines(making) == {(None, "making", "more", "strong"),
-                             (None, "making", "difficult", "strong")}
-    assert {(h, k) for h, q, k, s in lines(law) if s == "strong"} == {(5, "Law"), (6, "Law")}
-    assert {q for _, q, _, _ in lines(law)} == {"its"}
-    assert law.heads == [5, 6] and making.heads == [None]
+            assert 0 < e.weight <= 1 and e.weight * 255 == pytest.approx(round(e.weight * 255))
+            assert e.strength == ("strong" if e.weight >= pf.STRONG else "weak")
+            rows[e.head, e.query] = rows.get((e.head, e.query), 0) + e.weight
+        assert all(0.7 < total <= 1 + 1e-9 for total in rows.values()), rows  # softmax rows
+        assert len({(e.head, e.query, e.key) for e in fig.edges}) == len(fig.edges)
+    assert making.heads == list(range(1, 9)) and law.heads == [5, 6] and structure.heads == [3, 4]
+    assert {e.query for e in making.edges} == {17} and {e.query for e in law.edges} == {8}
+    assert {(h, q) for h, q in rows} == {(h, q) for h in (3, 4) for q in range(26)}
     assert "Vaswani et al. 2017" in pf.ATTRIBUTION and "attribution" in pf.ATTRIBUTION
     assert "Figure 4" in pf.credit(4) and "attribution" in pf.credit(4)
     with pytest.raises(ValueError):
         pf.Edge(1, 0, 1, "thick")
+
+
+def test_lines_read_by_hand_from_the_papers_pdfs():
+    """A few lines checked by hand in the arXiv source's vector PDFs (the stroke's colour
+    and its ExtGState's CA, in 255ths), one or more per figure."""
+    def line(number, head, query, key):
+        fig = pf.FIGURES[number]
+        q, k = fig.tokens.index(query), fig.tokens.index(key)     # each word once
+        found = [e for e in fig.edges if (e.head, e.query, e.key) == (head, q, k)]
+        return (round(found[0].weight * 255), found[0].strength) if found else None
+    # Figure 4, bottom: "its" on "Law" (purple, head 5) and "application" (brown, head 6)
+    assert line(4, 5, "its", "Law") == (233, "strong")
+    assert line(4, 5, "its", "application") == (9, "weak")
+    assert line(4, 6, "its", "Law") == (105, "weak")
+    assert line(4, 6, "its", "application") == (128, "strong")
+    # Figure 3: "making" on "difficult" (brown, head 6) and on "2009" (pink, head 7)
+    assert line(3, 6, "making", "difficult") == (250, "strong")
+    assert line(3, 7, "making", "2009") == (136, "strong")
+    assert line(3, 6, "making", "more") is None
+    # Figure 5: "what" on "missing" (green, head 3); "this" on "what" (red, head 4, an
+    # opaque line stroked on the page rather than in a form)
+    assert line(5, 3, "what", "missing") == (248, "strong")
+    assert line(5, 4, "this", "what") == (254, "strong")
+    assert [(round(e.weight * 255), e.key) for e in pf.FIGURES[5].edges
+            if (e.head, e.query) == (4, 15)] == [(255, 16)]              # "is" on "what"
+
+
+def test_the_words_a_figures_row_reaches():
+    making, law = pf.FIGURES[3], pf.FIGURES[4]
+    keys = lambda fig: [fig.tokens[k] for k in pf.paper_keys(fig, fig.tokens.index(fig.query))]
+    assert keys(making) == ["more", "difficult"] and keys(law) == ["Law", "application"]
+    planted = pf.PaperFigure(9, 5, 6, ("a", "b", "c"), "a", "", (
+        pf.Edge(1, 0, 1, "strong", 0.9), pf.Edge(2, 0, 2, "weak", 0.45), pf.Edge(2, 0, 1, "weak", 0.3)))
+    assert pf.paper_keys(planted, 0) == [1, 2]          # b: (0.9 + 0.3) / 2, c: 0.45 / 2
+
+
+def test_a_figure_draws_the_lines_of_the_models_rule():
+    edges = [pf.Edge(1, 0, k, pf.strength(w), w) for k, w in enumerate([0.1, 0.15, 0.05])]
+    edges += [pf.Edge(2, 0, 0, "strong", 0.6), pf.Edge(2, 0, 1, "weak", 0.19),
+              pf.Edge(2, 0, 2, "weak", 0.2)]
+    assert [(e.head, e.key) for e in pf.drawn(edges)] == [(1, 1), (2, 0), (2, 2)]
+    panel = pf.paper_panel(pf.FIGURES[5], [4])
+    assert panel["title"] == "the paper: layer 5 of 6, head 4"
+    assert {e.head for e in panel["edges"]} == {4}
+    assert {e.query for e in panel["edges"]} == set(range(26))
+    assert pf.paper_panel(pf.FIGURES[3])["title"] == "the paper: layer 5 of 6, heads 1 to 8"
 
 
 def random_rows(layers, heads, n, seed=0):
@@ -112,7 +159,10 @@ def test_the_figure_draws_the_paper_beside_the_model():
     assert texts[0].text[fig.tokens.index("its")] == "<b>its</b>"
     lines = [t for t in drawn.data if t.mode == "lines"]
     paper = [t for t in lines if t.xaxis == "x"]
-    assert sorted(t.name for t in paper) == ["paper, head 5"] * 2 + ["paper, head 6"] * 2
+    # head 5: "Law" thick ("application", 9/255, is not drawn); head 6: "application"
+    # thick, "Law" thin
+    assert sorted((t.name, t.line.width) for t in paper) == [
+        ("paper, head 5", 4), ("paper, head 6", 1.5), ("paper, head 6", 4)]
     model = [t for t in lines if t.xaxis == "x2"]
     drawn_keys = {y for t in model for y in t.y[1::3]}
     assert int(w[1, 2, 8].argmax()) in drawn_keys and {t.y[0] for t in model} == {8}

@@ -339,7 +339,8 @@ def attention_lines(panels: Sequence[dict], *, title: str, row_px: int = 20,
         queries = {e.query for e in edges}
         heads = sorted({e.head for e in edges}, key=lambda h: (h is None, h or 0))
         for index, head in enumerate(heads):
-            shift = (index - (len(heads) - 1) / 2) * 0.15   # heads' lines side by side
+            step = min(0.15, 0.6 / len(heads))               # heads' lines side by side,
+            shift = (index - (len(heads) - 1) / 2) * step   # within a row's height
             colour = palette[(head or 0) % len(palette)] if head is not None else "#444"
             name = f"{panel['legend']}, " + (f"head {head}" if head is not None else "many heads")
             for strength, width, opacity in (("strong", 4, 0.9), ("weak", 1.5, 0.5)):
