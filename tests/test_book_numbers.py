@@ -47,6 +47,7 @@ HERE = "test_book_numbers.py"
 FACTS = "test_chapter_facts.py"
 TABLE3 = "test_table3_verdicts.py"
 DEPARTURES = "test_book_departures.py"
+PAPER_FIGURES = "test_paper_figures.py"
 
 # ---------------------------------------------------------------------------- the table
 # chapter -> {glue name as the chapter writes it (an f-string's template as written), or
@@ -88,6 +89,11 @@ ORACLES: dict[str, dict[str, list[str]]] = {
         "book_tables.book_departures": [f"{HERE}::test_departures_table_cell_by_cell",
                                     f"{DEPARTURES}::test_a_departure_without_a_record_says_so",
                                     f"{DEPARTURES}::test_one_row_per_departure_of_the_recipe_and_the_corpus"],
+    },
+    "09_attention_explorer.ipynb": {
+        # the paper's Figure 5 heads, from the transcribed figure (paper_figures.FIGURES)
+        "ch9_fig5_paper_heads": [f"{PAPER_FIGURES}::test_the_papers_sentences_and_lines",
+                                 f"{PAPER_FIGURES}::test_lines_read_by_hand_from_the_papers_pdfs"],
     },
     "appendix_results.ipynb": {
         "tables.mutation": [f"{HERE}::test_mutation_table_from_its_record"],

@@ -173,10 +173,11 @@ def test_chapter_9_glues_the_heads_it_finds():
     nb = json.loads(CHAPTER.read_text())
     code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
     prose = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
-    for key in ("ch9_fig3_head", "ch9_fig4_head", "ch9_fig5_heads", "ch9_pronoun_sentence",
+    for key in ("ch9_fig3_head", "ch9_fig4_head", "ch9_fig5_heads", "ch9_fig5_paper_heads",
+                "ch9_pronoun_sentence",
                 "ch9_pronoun_head", "ch9_pronoun_weight", "ch9_pronoun_uniform"):
         assert f"{{glue:text}}`{key}`" in prose, key
         assert f'glue("{key}"' in code, key
     assert "pf.figure_match(" in code and "pf.edge_weight(" in code
-    assert "pf.most_different_heads(" in code
+    assert "pf.most_different_heads(" in code and "pf.paper_panel(fig5, [h])" in code
     assert not re.search(r"\blayer \d+, head \d+", prose), "a head typed into the prose"
