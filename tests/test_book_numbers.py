@@ -94,6 +94,8 @@ ORACLES: dict[str, dict[str, list[str]]] = {
         # the paper's Figure 5 heads, from the transcribed figure (paper_figures.FIGURES)
         "ch9_fig5_paper_heads": [f"{PAPER_FIGURES}::test_the_papers_sentences_and_lines",
                                  f"{PAPER_FIGURES}::test_lines_read_by_hand_from_the_papers_pdfs"],
+        **{name: [f"{HERE}::test_chapter_9_doubt_figures_recounted_from_the_labelled_set"]
+           for name in ("ch9_doubt_wrong", "ch9_doubt_good", "ch9_doubt_verdict")},
     },
     "appendix_results.ipynb": {
         "tables.mutation": [f"{HERE}::test_mutation_table_from_its_record"],
@@ -533,3 +535,30 @@ def test_mutation_table_from_its_record():
             expected.append([f"`{module}`", label, str(caught), str(x["survived"]),
                              str(x["no tests"]), str(x["equivalent"]), str(x["total"]), score])
     assert [[c.strip() for c in row] for row in rows] == expected
+
+
+def test_chapter_9_doubt_figures_recounted_from_the_labelled_set(monkeypatch):
+    """Chapter 9's measure of the doubt note, recounted here: the labelled set's lines
+    (benchmarks/book/doubt_set.json), each run through today's rule, give the record's
+    notes line for line (a changed rule with a stale record fails here), and counting
+    labels and notes by hand gives the glued figures and the verdict's side."""
+    from transformer.doubt import doubt
+    dq = record("doubt")
+    labelled = json.loads((ROOT / dq["provenance"]["set"]).read_text(encoding="utf-8"))
+    items = [i for i in labelled["items"] if i["label"] in ("good", "wrong")]
+    notes = []
+    for item in items:
+        cross = {"dims": [1, 1, 1, len(item["read"])], "data": item["read"]}
+        notes.append(doubt(item["source_ids"], labelled["unk_id"], item["translation"],
+                           item["pieces"], source=item["source"],
+                           source_pieces=item["source_pieces"], cross=cross))
+    assert [(line["origin"], line["note"]) for line in dq["lines"]] == \
+        [(i["origin"], n) for i, n in zip(items, notes)]
+    wrong = [n for i, n in zip(items, notes) if i["label"] == "wrong"]
+    good = [n for i, n in zip(items, notes) if i["label"] == "good"]
+    assert len(items) >= 40
+    values = glued(monkeypatch, "09_attention_explorer.ipynb", 'glue("ch9_doubt_wrong"', {})
+    assert values["ch9_doubt_wrong"] == f"{sum(n is not None for n in wrong)} of {len(wrong)}"
+    assert values["ch9_doubt_good"] == f"{sum(n is not None for n in good)} of {len(good)}"
+    most = 2 * sum(n is not None for n in wrong) >= len(wrong)
+    assert values["ch9_doubt_verdict"].startswith("so the note catches most") == most
