@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -39,8 +40,10 @@ def main(argv=None):
     measured = provenance()                     # the code as the build starts
     with tempfile.TemporaryDirectory(prefix="book-cache-") as cache:
         env = {**os.environ, "TRANSFORMER_CACHE": cache}
+        load_before = os.getloadavg()[0]
         with Stopwatch() as watch:
             done = subprocess.run([args.make, "-C", str(REPO), "book"], env=env)
+        load_after = os.getloadavg()[0]
         wall = watch.seconds
         if done.returncode:
             raise SystemExit(f"make book failed (exit {done.returncode}) after {wall:.0f} s")
@@ -65,7 +68,10 @@ def main(argv=None):
         "wall_s": round(wall, 1),
         "train_s": summary["train_s"], "updates": summary["updates"],
         "precision": summary["precision"],
-        "corpus": summary["settings"]["corpus"], "preset": summary["settings"]["preset"],
+        # the corpus as the recipe names it (without the data root it was read from)
+        "corpus": re.sub(r"[^*+]*/", "", summary["settings"]["corpus"]),
+        "preset": summary["settings"]["preset"],
+        "load_1min": {"before": round(load_before, 2), "after": round(load_after, 2)},
     }
     if args.record:
         write_record(args.record, record)
