@@ -86,8 +86,8 @@ def upward(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
 
 def test_no_module_imports_a_layer_above_its_own():
     assert layer("transformer.cpu") == 0 and layer("transformer.training.precision") == 2
-    assert upward({"transformer.provenance": {"transformer.training.precision"}}) == [
-        ("transformer.provenance", "transformer.training.precision")]      # the old arrow
+    assert upward({"transformer.measuring.provenance": {"transformer.training.precision"}}) == [
+        ("transformer.measuring.provenance", "transformer.training.precision")]      # the old arrow
     graph = modules()
     assert {layer(m) for m in graph} == set(range(len(LAYERS)))      # every layer is there
     found = upward(graph)
@@ -100,9 +100,23 @@ def test_the_cpu_flags_sit_below_both_their_readers():
     provenance and the trainer's precision read; provenance imports no training."""
     graph = modules()
     assert graph["transformer.cpu"] == set()
-    assert "transformer.cpu" in graph["transformer.provenance"]
+    assert "transformer.cpu" in graph[PROVENANCE]
     assert "transformer.cpu" in graph["transformer.training.precision"]
-    assert not any(m.startswith("transformer.training") for m in graph["transformer.provenance"])
+    assert not any(m.startswith("transformer.training") for m in graph[PROVENANCE])
+
+
+PROVENANCE = "transformer.measuring.provenance"
+
+
+def test_provenance_is_the_measuring_systems():
+    """What a record says of where it was measured lives in the measuring system, which the
+    run folder and the command line read from below; no copy is left at the top."""
+    graph = modules()
+    assert layer(PROVENANCE) == layer("transformer.measuring.records") == 1
+    readers = {m for m, names in graph.items() if PROVENANCE in names}
+    assert {"transformer.training.run_folder", "transformer.tools.cli"} <= readers
+    assert all(layer(m) >= layer(PROVENANCE) for m in readers), readers
+    assert "transformer.provenance" not in graph
 
 
 def book_imports(source: str) -> set[str]:
