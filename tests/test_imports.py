@@ -25,6 +25,7 @@ ENTRY_POINTS = {"transformer", "transformer.__main__"}
 
 # The one benchmark that measures a page's own run, whose settings' one home is the book:
 # the capstone's (``transformer_book.capstone.SETTINGS``). No other arrow into the book.
+# Right, not a leftover: your_turn holds the run's parts; the book keeps only the page's own run.
 MEASURES_THE_BOOK = {"benchmarks/book/capstone.py": {"transformer_book.capstone"}}
 
 
@@ -142,6 +143,16 @@ def test_the_benchmarks_and_this_file_never_import_the_book_helpers():
               for f in files}
     arrows = {name: found for name, found in arrows.items() if found}
     assert arrows == MEASURES_THE_BOOK, arrows
+
+
+def test_the_page_run_a_benchmark_measures_builds_on_the_packages_parts():
+    """What :data:`MEASURES_THE_BOOK` reads of the book is the page's run only: its model and
+    its training are the package's (``transformer.your_turn``), the book defines neither."""
+    tree = ast.parse((REPO / "book" / BOOK / "capstone.py").read_text(encoding="utf-8"))
+    from_package = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                    and node.module == "transformer.your_turn" for alias in node.names}
+    assert {"Parts", "assemble", "train_model"} <= from_package
+    assert not [node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
     assert not (REPO / "book" / BOOK / "timing.py").exists()   # the timers are the package's
 
 
