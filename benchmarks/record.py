@@ -1,13 +1,13 @@
 """The result record a benchmark writes with ``--record PATH``: its figures, what they
-measure, and their provenance (``transformer.provenance``: commit and whether the tree was
-dirty, the exact command, the CPU and its bf16 flags, torch, date) with the device and
+measure, and their provenance (``transformer.measuring.provenance``: commit and whether
+the tree was dirty, the exact command, the CPU and its bf16 flags, torch, date) with the device and
 the script's wall time. The records the project quotes are committed in
 ``book/results/`` (benchmarks/README.md lists where each script's record lands)."""
 from __future__ import annotations
 
 import time
 
-from transformer.provenance import provenance, write_record
+from transformer.measuring.provenance import provenance, write_record
 
 STARTED = time.monotonic()          # imported at the script's start: its wall time
 

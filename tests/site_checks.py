@@ -7,7 +7,9 @@ The site is built once per session in quick mode (``BOOK_QUICK=1``) into
 server, the browser and ``open_page`` are fixtures of tests/conftest.py, which marks every
 test using them ``browser``. Screenshots go to ``_build/screenshots/<test name>/``. What
 the tests read in a page is a probe, a function expression in ``tests/js/probes/NAME.js``
-(linted as the page's code), read by :func:`probe`.
+(linted as the page's code), read by :func:`probe`; what probes share, as whether an
+element is shown, is declared once in ``tests/js/probes/lib/`` and named by the probe on a
+``/* global NAME */`` line.
 """
 from __future__ import annotations
 
@@ -17,16 +19,42 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PROBES = Path(__file__).resolve().parent / "js" / "probes"
+HELPERS = PROBES / "lib"        # what probes share: NAME.js declares function NAME
+USES = re.compile(r"^/\* global ([\w, ]+) \*/$")
+
+
+def _code(path: Path) -> list[str]:
+    """The lines of a probe's file less its opening comment lines (which say what it
+    returns)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    while lines and lines[0].startswith("//"):
+        lines.pop(0)
+    return lines
+
+
+def with_helpers(source: str) -> str:
+    """The function expression ``source`` with the shared helpers its ``/* global NAME */``
+    lines name (as ESLint reads them; ``tests/js/probes/lib/NAME.js``) declared in front of
+    it: one function expression of one argument, for ``page.evaluate``."""
+    lines = source.strip().splitlines()
+    names = []
+    while lines and (used := USES.match(lines[0].strip())):
+        names += [n.strip() for n in used[1].split(",") if n.strip()]
+        lines.pop(0)
+    body = "\n".join(lines).strip()
+    if not names:
+        return body
+    helpers = "\n".join(line for n in names for line in _code(HELPERS / f"{n}.js")
+                        if not line.startswith("/* exported"))
+    return f"(arg) => {{\n{helpers}\nreturn ({body})(arg);\n}}"
 
 
 @functools.cache
 def probe(name: str) -> str:
     """The function expression of ``tests/js/probes/NAME.js``, for ``page.evaluate``: the
-    file less its opening comment lines (which say what it returns)."""
-    lines = (PROBES / f"{name}.js").read_text(encoding="utf-8").splitlines()
-    while lines and lines[0].startswith("//"):
-        lines.pop(0)
-    return "\n".join(lines).strip()
+    file less its opening comment lines, with the shared helpers it names
+    (:func:`with_helpers`)."""
+    return with_helpers("\n".join(_code(PROBES / f"{name}.js")))
 
 
 SCREENSHOTS = REPO / "_build" / "screenshots"

@@ -25,6 +25,7 @@ ENTRY_POINTS = {"transformer", "transformer.__main__"}
 
 # The one benchmark that measures a page's own run, whose settings' one home is the book:
 # the capstone's (``transformer_book.capstone.SETTINGS``). No other arrow into the book.
+# Right, not a leftover: your_turn holds the run's parts; the book keeps only the page's own run.
 MEASURES_THE_BOOK = {"benchmarks/book/capstone.py": {"transformer_book.capstone"}}
 
 
@@ -86,8 +87,8 @@ def upward(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
 
 def test_no_module_imports_a_layer_above_its_own():
     assert layer("transformer.cpu") == 0 and layer("transformer.training.precision") == 2
-    assert upward({"transformer.provenance": {"transformer.training.precision"}}) == [
-        ("transformer.provenance", "transformer.training.precision")]      # the old arrow
+    assert upward({"transformer.measuring.provenance": {"transformer.training.precision"}}) == [
+        ("transformer.measuring.provenance", "transformer.training.precision")]      # the old arrow
     graph = modules()
     assert {layer(m) for m in graph} == set(range(len(LAYERS)))      # every layer is there
     found = upward(graph)
@@ -100,9 +101,23 @@ def test_the_cpu_flags_sit_below_both_their_readers():
     provenance and the trainer's precision read; provenance imports no training."""
     graph = modules()
     assert graph["transformer.cpu"] == set()
-    assert "transformer.cpu" in graph["transformer.provenance"]
+    assert "transformer.cpu" in graph[PROVENANCE]
     assert "transformer.cpu" in graph["transformer.training.precision"]
-    assert not any(m.startswith("transformer.training") for m in graph["transformer.provenance"])
+    assert not any(m.startswith("transformer.training") for m in graph[PROVENANCE])
+
+
+PROVENANCE = "transformer.measuring.provenance"
+
+
+def test_provenance_is_the_measuring_systems():
+    """What a record says of where it was measured lives in the measuring system, which the
+    run folder and the command line read from below; no copy is left at the top."""
+    graph = modules()
+    assert layer(PROVENANCE) == layer("transformer.measuring.records") == 1
+    readers = {m for m, names in graph.items() if PROVENANCE in names}
+    assert {"transformer.training.run_folder", "transformer.tools.cli"} <= readers
+    assert all(layer(m) >= layer(PROVENANCE) for m in readers), readers
+    assert "transformer.provenance" not in graph
 
 
 def book_imports(source: str) -> set[str]:
@@ -128,6 +143,16 @@ def test_the_benchmarks_and_this_file_never_import_the_book_helpers():
               for f in files}
     arrows = {name: found for name, found in arrows.items() if found}
     assert arrows == MEASURES_THE_BOOK, arrows
+
+
+def test_the_page_run_a_benchmark_measures_builds_on_the_packages_parts():
+    """What :data:`MEASURES_THE_BOOK` reads of the book is the page's run only: its model and
+    its training are the package's (``transformer.your_turn``), the book defines neither."""
+    tree = ast.parse((REPO / "book" / BOOK / "capstone.py").read_text(encoding="utf-8"))
+    from_package = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                    and node.module == "transformer.your_turn" for alias in node.names}
+    assert {"Parts", "assemble", "train_model"} <= from_package
+    assert not [node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
     assert not (REPO / "book" / BOOK / "timing.py").exists()   # the timers are the package's
 
 

@@ -189,9 +189,9 @@ def test_a_record_names_a_dirty_tree_anywhere_but_in_the_records(tmp_path, monke
     themselves (book/results, rewritten by the commands) do not."""
     import shutil
     import subprocess
-    package = tmp_path / "transformer"
+    package = tmp_path / "transformer" / "measuring"
     package.mkdir(parents=True)
-    shutil.copy(REPO / "transformer/provenance.py", package / "provenance.py")
+    shutil.copy(REPO / "transformer/measuring/provenance.py", package / "provenance.py")
     (tmp_path / "benchmarks").mkdir()
     (tmp_path / "benchmarks" / "x.py").write_text("x = 1\n")
     (tmp_path / "book/results").mkdir(parents=True)
@@ -200,7 +200,7 @@ def test_a_record_names_a_dirty_tree_anywhere_but_in_the_records(tmp_path, monke
     subprocess.run(git[:3] + ["init", "-q"], check=True)
     subprocess.run(git + ["add", "-A"], check=True)
     subprocess.run(git + ["commit", "-qm", "c"], check=True)
-    from transformer import provenance as module
+    from transformer.measuring import provenance as module
     monkeypatch.setattr(module, "__file__", str(package / "provenance.py"))   # that checkout
     monkeypatch.delenv("TRANSFORMER_COMMIT", raising=False)
     assert not module.git_commit().endswith("+changes")

@@ -11,8 +11,8 @@ Using a trained model: :mod:`.tokenizer`, :mod:`.data`, :mod:`.batching`,
 Training (section 5) is the subpackage :mod:`transformer.training`, imported on first use
 (:class:`Trainer`, :class:`TrainConfig`, the named recipes); the command line, the ONNX
 export, Table 3's ablation and interop are :mod:`transformer.tools`. Measuring:
-:mod:`.provenance` (where a record's figures come from) and :mod:`transformer.measuring`
-(the timers, the result records and the tables rendered from them).
+:mod:`transformer.measuring` (the timers, where a record's figures come from, the result
+records and the tables rendered from them).
 """
 from .attention import MultiHeadAttention, scaled_dot_product_attention
 from .config import ModelConfig

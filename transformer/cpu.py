@@ -2,8 +2,9 @@
 natively (``lscpu`` and torch spell them alike).
 
 The package's lowest module, importing none of it: the trainer's choice of precision
-(:mod:`transformer.training.precision`) and a record's provenance (:mod:`transformer.provenance`,
-which names them in the CPU's description) both read it, and neither imports the other.
+(:mod:`transformer.training.precision`) and a record's provenance
+(:mod:`transformer.measuring.provenance`, which names them in the CPU's description) both
+read it, and neither imports the other.
 """
 from __future__ import annotations
 

@@ -290,6 +290,33 @@ def greedy_decode(model: SearchModel, src: torch.Tensor,
 
 
 # ------------------------------------------------------------------------- beam
+def _close_at_limit(log_probs: torch.Tensor, at_limit: torch.Tensor, k: int, eos: int) -> None:
+    """At a sentence's length limit, close every live hypothesis of it with EOS: in place,
+    its ``k`` rows of ``log_probs`` keep only EOS's log-probability."""
+    if bool(at_limit.any()):
+        limit_rows = at_limit.repeat_interleave(k)
+        eos_col = log_probs[:, eos].clone()
+        log_probs[limit_rows] = float("-inf")
+        log_probs[limit_rows, eos] = eos_col[limit_rows]
+
+
+def _search_over(stopping: str, finished: list[list[tuple[float, list[int]]]],
+                 scores: torch.Tensor, max_len: torch.Tensor, k: int,
+                 alpha: float) -> torch.Tensor:
+    """Which active sentences the rule ``stopping`` ends (see the module docstring), given
+    each one's ``finished`` hypotheses (penalised score, ids), its live beams' ``scores``
+    (sorted, best first) and its length limit: ``"count"`` once ``k`` have finished; else
+    once the best finished one beats the best any live beam could still reach."""
+    device = scores.device
+    if stopping == "count":
+        return torch.tensor([len(f) for f in finished], device=device) >= k
+    best_fin = torch.tensor([max((f[0] for f in hyps), default=-math.inf) for hyps in finished],
+                            dtype=torch.float64, device=device)
+    lp_max = length_penalty(max_len.double() + 1, alpha)
+    best_possible = scores[:, 0] / lp_max       # scores are sorted, col 0 best
+    return (best_fin >= best_possible) & torch.isfinite(best_fin)
+
+
 def beam_search(model: SearchModel, src: torch.Tensor, beam_size: int = PAPER_SEARCH.beam_size,
                 alpha: float = PAPER_SEARCH.alpha, max_extra: int = PAPER_SEARCH.max_extra,
                 use_cache: bool | None = None,
@@ -327,11 +354,7 @@ def beam_search(model: SearchModel, src: torch.Tensor, beam_size: int = PAPER_SE
             n = sent.numel()
             log_probs = _next_log_probs(model, prefix, memory, src_mask, cache, banned)
             at_limit = t >= max_len.index_select(0, sent)                  # (n,)
-            if bool(at_limit.any()):            # close every live hypothesis with EOS
-                limit_rows = at_limit.repeat_interleave(k)
-                eos_col = log_probs[:, eos].clone()
-                log_probs[limit_rows] = float("-inf")
-                log_probs[limit_rows, eos] = eos_col[limit_rows]
+            _close_at_limit(log_probs, at_limit, k, eos)
             cand = scores.unsqueeze(-1) + log_probs.view(n, k, V).double()  # (n, k, V)
             top_scores, top_idx = cand.view(n, k * V).topk(2 * k, dim=1)    # (n, 2k)
             origin, token = top_idx // V, top_idx % V
@@ -353,17 +376,8 @@ def beam_search(model: SearchModel, src: torch.Tensor, beam_size: int = PAPER_SE
             origin, token = origin.gather(1, live), token.gather(1, live)
             t += 1
 
-            n_finished = torch.tensor([len(finished[s]) for s in sent.tolist()], device=device)
-            if stopping == "count":
-                done = at_limit | (n_finished >= k)
-            else:
-                best_fin = torch.tensor([max((f[0] for f in finished[s]), default=-math.inf)
-                                         for s in sent.tolist()], dtype=torch.float64,
-                                        device=device)
-                lp_max = length_penalty(max_len.index_select(0, sent).double() + 1, alpha)
-                best_possible = scores[:, 0] / lp_max       # scores are sorted, col 0 best
-                done = at_limit | ((best_fin >= best_possible) & torch.isfinite(best_fin))
-
+            done = at_limit | _search_over(stopping, [finished[s] for s in sent.tolist()],
+                                           scores, max_len.index_select(0, sent), k, alpha)
             remaining = (~done).nonzero().flatten()
             # reorder and drop: the rows the surviving hypotheses came from
             rows = (remaining[:, None] * k + origin.index_select(0, remaining)).flatten()

@@ -248,7 +248,7 @@ def main():
                         help="the run's entry in --record, beside its other labels")
     add_option(parser, "browser_speed")
     args = parser.parse_args()
-    from transformer.provenance import provenance, write_record
+    from transformer.measuring.provenance import provenance, write_record
     weights = args.weights or page_build().PAGE_WEIGHTS
     checkpoint = args.checkpoint
     if checkpoint is None:

@@ -36,7 +36,7 @@ def main(argv=None):
                    help="move the trained run into $TRANSFORMER_CACHE (default "
                         "~/.cache/transformer/runs) afterwards")
     args = p.parse_args(argv)
-    from transformer.provenance import provenance, write_record
+    from transformer.measuring.provenance import provenance, write_record
     measured = provenance()                     # the code as the build starts
     with tempfile.TemporaryDirectory(prefix="book-cache-") as cache:
         env = {**os.environ, "TRANSFORMER_CACHE": cache}

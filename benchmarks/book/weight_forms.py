@@ -105,7 +105,7 @@ def main():
     args = parser.parse_args()
     import torch
     from transformer.inference import load_model
-    from transformer.provenance import provenance, write_record
+    from transformer.measuring.provenance import provenance, write_record
     torch.set_num_threads(args.threads)
     checkpoint = args.checkpoint
     if checkpoint is None:

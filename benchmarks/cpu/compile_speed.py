@@ -20,7 +20,7 @@ from pathlib import Path
 from benchmarks.cpu.trainer import recipe_trainer
 from benchmarks.record import add_option, save
 from transformer.fast import compile_layers
-from transformer.provenance import write_record
+from transformer.measuring.provenance import write_record
 from transformer.measuring.timing import Stopwatch
 
 

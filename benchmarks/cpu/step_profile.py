@@ -57,7 +57,7 @@ from torch.profiler import ProfilerActivity, profile, record_function
 
 from benchmarks.record import add_option, save
 from transformer.fast import FastTransformer
-from transformer.provenance import cpu_name
+from transformer.measuring.provenance import cpu_name
 from transformer.tokenizer import Tokenizer
 from transformer.training.loop import Trainer
 from transformer.training.optimizers import make_optimizer

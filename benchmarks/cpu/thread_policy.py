@@ -33,7 +33,7 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.record import add_option, save
-from transformer.provenance import write_record
+from transformer.measuring.provenance import write_record
 from transformer.measuring.timing import Stopwatch
 
 POLICIES = {"default": {}, "passive": {"OMP_WAIT_POLICY": "PASSIVE"},

@@ -58,7 +58,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from benchmarks.baselines import TorchTransformerMT, build_marian, make_batches, model_flops
 from benchmarks.record import add_option, save
 from transformer import FastTransformer, ModelConfig
-from transformer.provenance import cpu_name
+from transformer.measuring.provenance import cpu_name
 from transformer.training.adam import paper_adam
 from transformer.config import PAD_ID
 from transformer.fast import FastLabelSmoothingLoss, SequenceLoss

@@ -15,7 +15,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from transformer.provenance import write_record
+from transformer.measuring.provenance import write_record
 
 
 def test_outcome(xml_path: Path) -> dict:

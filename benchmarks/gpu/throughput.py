@@ -33,7 +33,7 @@ import torch
 from benchmarks.baselines import TorchTransformerMT, build_marian, make_batches, model_flops
 from transformer import FastTransformer, ModelConfig
 from transformer.fast import FastLabelSmoothingLoss, SequenceLoss, compile_layers
-from transformer.provenance import provenance, write_record
+from transformer.measuring.provenance import provenance, write_record
 from transformer.training.adam import paper_adam
 from transformer.measuring.timing import Stopwatch, best_seconds
 

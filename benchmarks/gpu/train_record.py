@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from transformer.provenance import write_record
+from transformer.measuring.provenance import write_record
 
 PARTS = {"train": "train.json", "torchrun": "torchrun.json", "notebooks": "notebooks.json"}
 SOURCE = "bash benchmarks/gpu/train.sh (issue 33), on one GPU"

@@ -1,5 +1,5 @@
 """The steps of benchmarks/gpu/train.sh that need more than one command, each writing a
-result record with its provenance (transformer/provenance.py).
+result record with its provenance (transformer/measuring/provenance.py).
 
     python -m benchmarks.gpu.train_steps train-record RUN SCORE.json... --command CMD \
         --wall-s S --out OUT/train.json
@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 from transformer.checkpoint import step_file
-from transformer.provenance import provenance, write_record
+from transformer.measuring.provenance import provenance, write_record
 from transformer.measuring.timing import Stopwatch
 
 

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from benchmarks.record import STARTED, add_option
-from transformer.provenance import provenance, write_record
+from transformer.measuring.provenance import provenance, write_record
 
 try:
     import tomllib

@@ -85,90 +85,18 @@ def architecture(encoder: Sequence[Block], decoder: Sequence[Block], *, title: s
     """Figure 1 from its description: ``encoder`` and ``decoder`` bottom to top,
     ``captions`` the words under and over the columns (``"inputs"``, ``"outputs"``,
     ``"probabilities"``), ``source_url`` the folder of the source files."""
-    parts: list[str] = []
     columns = {"encoder": (MARGIN + FRAME, encoder), "decoder": (MARGIN + 3 * FRAME + BOX_W + GUTTER, decoder)}
-    placed: dict[str, list[tuple[Block, float, float]]] = {}
-    height = 0.0
-    # first pass: heights, bottom to top, in a coordinate system with y growing upwards
-    for name, (x, blocks) in columns.items():
-        y, rows, in_layer = 0.0, [], False
-        for block in blocks:
-            if block.layer and not in_layer:
-                y += FRAME                     # into the frame
-            if not block.layer and in_layer:
-                y += FRAME + HEADER            # out of the frame, past its caption
-            in_layer = block.layer
-            h = _box_height(block)
-            rows.append((block, y, h))
-            y += h + GAP
-        if in_layer:
-            y += FRAME + HEADER - GAP
-        placed[name] = rows
-        height = max(height, y)
+    stacks = {name: _stack(blocks) for name, (_, blocks) in columns.items()}
+    placed = {name: rows for name, (rows, _) in stacks.items()}
+    height = max([0.0] + [top for _, top in stacks.values()])
     caption_h = 2 * LINE
     total_h = MARGIN + LINE + height + caption_h + MARGIN
     base = total_h - MARGIN - caption_h           # svg y of the columns' bottom (y = 0)
     width = 2 * MARGIN + 4 * FRAME + 2 * BOX_W + GUTTER
-    flip = lambda y: base - y                      # noqa: E731  upwards -> svg
-
+    parts: list[str] = []
     for name, (x, _) in columns.items():
-        rows = placed[name]
-        cx = x + BOX_W / 2
-        layer_rows = [r for r in rows if r[0].layer]
-        if layer_rows:                             # the N x frame and its caption
-            y0 = layer_rows[0][1] - FRAME
-            y1 = layer_rows[-1][1] + layer_rows[-1][2] + FRAME + HEADER
-            parts.append(f'<rect class="frame" x="{x - FRAME}" y="{flip(y1):.1f}" '
-                         f'width="{BOX_W + 2 * FRAME}" height="{y1 - y0:.1f}" rx="10" '
-                         f'fill="#f2f2f2" stroke="#888" stroke-dasharray="5 3"/>')
-            # at the frame's top left, clear of the arrow leaving the layer at its centre
-            parts.append(_text(x - FRAME + 7, flip(y1) + 14, f"N× (N = {layers})",
-                               size=SMALL, fill=MUTED, anchor="start", cls="caption"))
-        under = captions["inputs" if name == "encoder" else "outputs"]
-        parts.append(_text(cx, base + LINE + 4, under, fill=MUTED, cls="caption"))
-        parts.append(_arrow([(cx, base + 6), (cx, base)]))
-        for i, (block, y, h) in enumerate(rows):
-            top_y = flip(y + h)
-            lines = wrap(block.name, BOX_W - 2 * PAD, FONT)
-            names = "".join(_text(cx, top_y + PAD + FONT - 1 + LINE * k, line, fill=LINK)
-                            for k, line in enumerate(lines))
-            src = _text(cx, top_y + PAD + LINE * len(lines) + SMALL - 2, block.source,
-                        size=SMALL, fill=MUTED, cls="source")
-            parts.append(
-                f'<g class="block"><rect x="{x}" y="{top_y:.1f}" width="{BOX_W}" height="{h:.1f}" '
-                f'rx="5" fill="{COLOURS[block.kind]}" stroke="#444"/>'
-                f'<a href="{escape(block.page)}.html">{names}</a>'
-                f'<a href="{escape(source_url + block.source)}">{src}</a></g>')
-            if i:                                   # the arrow from the block below
-                parts.append(_arrow([(cx, flip(rows[i - 1][1] + rows[i - 1][2])), (cx, flip(y) + 1)]))
-            if block.kind == "norm" and block.layer and i:
-                # the residual connection (Section 3.1): from below the sub-layer, around it,
-                # into its Add & norm, on the outer side of the column
-                start = flip(rows[i - 1][1]) + min(GAP, FRAME) / 2
-                side = x - FRAME / 2 if name == "encoder" else x + BOX_W + FRAME / 2
-                edge = x if name == "encoder" else x + BOX_W
-                mid = top_y + h / 2
-                parts.append(f'<polyline points="{cx:.1f},{start:.1f} {side:.1f},{start:.1f} '
-                             f'{side:.1f},{mid:.1f}" fill="none" stroke="{INK}" stroke-width="1.1"/>')
-                parts.append(_arrow([(side, mid), (edge, mid)], width=1.1))
-        last_block, last_y, last_h = rows[-1]
-        if name == "decoder":
-            parts.append(_arrow([(cx, flip(last_y + last_h)), (cx, flip(last_y + last_h) - 12)]))
-            parts.append(_text(cx, flip(last_y + last_h) - 18, captions["probabilities"],
-                               fill=MUTED, cls="caption"))
-    # the memory: from the top of the encoder's stack to the decoder's block over it
-    enc_x, dec_x = columns["encoder"][0], columns["decoder"][0]
-    enc_top = max(y + h for b, y, h in placed["encoder"] if b.layer)     # its last block
-    target = next((y, h) for b, y, h in placed["decoder"] if b.memory)
-    lane = enc_x + BOX_W + FRAME + GUTTER / 2
-    rise = flip(enc_top) - FRAME - HEADER - 24
-    mid = flip(target[0] + target[1] / 2)
-    parts.append(f'<polyline points="{enc_x + BOX_W / 2:.1f},{flip(enc_top):.1f} '
-                 f'{enc_x + BOX_W / 2:.1f},{rise:.1f} {lane:.1f},{rise:.1f} {lane:.1f},{mid:.1f}" '
-                 f'fill="none" stroke="#c62828" stroke-width="2"/>')
-    parts.append(_arrow([(lane, mid), (dec_x, mid)], colour="#c62828", width=2))
-    parts.append(_text(enc_x + BOX_W / 2, rise - 8, "memory: keys and values", fill="#c62828",
-                       cls="caption", weight="bold"))
+        parts += _column(name, x, placed[name], base, captions, source_url, layers)
+    parts += _memory(columns["encoder"][0], columns["decoder"][0], placed, base)
     head = ('<defs><marker id="fig1-head" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
             'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
             'fill="context-stroke"/></marker></defs>')
@@ -177,6 +105,96 @@ def architecture(encoder: Sequence[Block], decoder: Sequence[Block], *, title: s
            f'style="width:100%;max-width:{round(width * 1.3)}px;height:auto;display:block;'
            f'margin:0 auto;font-family:inherit">{head}{"".join(parts)}</svg>')
     return Diagram(title, svg)
+
+
+def _stack(blocks: Sequence[Block]) -> tuple[list[tuple[Block, float, float]], float]:
+    """A column's blocks placed bottom to top, with y growing upwards from the column's
+    bottom: ``(block, y, height)`` each, and the column's height, the N x frame's margins
+    and caption counted."""
+    y, rows, in_layer = 0.0, [], False
+    for block in blocks:
+        if block.layer and not in_layer:
+            y += FRAME                     # into the frame
+        if not block.layer and in_layer:
+            y += FRAME + HEADER            # out of the frame, past its caption
+        in_layer = block.layer
+        h = _box_height(block)
+        rows.append((block, y, h))
+        y += h + GAP
+    if in_layer:
+        y += FRAME + HEADER - GAP
+    return rows, y
+
+
+def _column(name: str, x: float, rows: list[tuple[Block, float, float]], base: float,
+            captions: dict[str, str], source_url: str, layers: int) -> list[str]:
+    """The SVG of one column whose bottom is at svg y ``base``: its N x frame and caption,
+    the words under it, its blocks (linked to their pages and sources) and the arrows
+    between them, the residual connections, and over the decoder the words of its output."""
+    flip = lambda y: base - y                      # noqa: E731  upwards -> svg
+    parts: list[str] = []
+    cx = x + BOX_W / 2
+    layer_rows = [r for r in rows if r[0].layer]
+    if layer_rows:                             # the N x frame and its caption
+        y0 = layer_rows[0][1] - FRAME
+        y1 = layer_rows[-1][1] + layer_rows[-1][2] + FRAME + HEADER
+        parts.append(f'<rect class="frame" x="{x - FRAME}" y="{flip(y1):.1f}" '
+                     f'width="{BOX_W + 2 * FRAME}" height="{y1 - y0:.1f}" rx="10" '
+                     f'fill="#f2f2f2" stroke="#888" stroke-dasharray="5 3"/>')
+        # at the frame's top left, clear of the arrow leaving the layer at its centre
+        parts.append(_text(x - FRAME + 7, flip(y1) + 14, f"N× (N = {layers})",
+                           size=SMALL, fill=MUTED, anchor="start", cls="caption"))
+    under = captions["inputs" if name == "encoder" else "outputs"]
+    parts.append(_text(cx, base + LINE + 4, under, fill=MUTED, cls="caption"))
+    parts.append(_arrow([(cx, base + 6), (cx, base)]))
+    for i, (block, y, h) in enumerate(rows):
+        top_y = flip(y + h)
+        lines = wrap(block.name, BOX_W - 2 * PAD, FONT)
+        names = "".join(_text(cx, top_y + PAD + FONT - 1 + LINE * k, line, fill=LINK)
+                        for k, line in enumerate(lines))
+        src = _text(cx, top_y + PAD + LINE * len(lines) + SMALL - 2, block.source,
+                    size=SMALL, fill=MUTED, cls="source")
+        parts.append(
+            f'<g class="block"><rect x="{x}" y="{top_y:.1f}" width="{BOX_W}" height="{h:.1f}" '
+            f'rx="5" fill="{COLOURS[block.kind]}" stroke="#444"/>'
+            f'<a href="{escape(block.page)}.html">{names}</a>'
+            f'<a href="{escape(source_url + block.source)}">{src}</a></g>')
+        if i:                                   # the arrow from the block below
+            parts.append(_arrow([(cx, flip(rows[i - 1][1] + rows[i - 1][2])), (cx, flip(y) + 1)]))
+        if block.kind == "norm" and block.layer and i:
+            # the residual connection (Section 3.1): from below the sub-layer, around it,
+            # into its Add & norm, on the outer side of the column
+            start = flip(rows[i - 1][1]) + min(GAP, FRAME) / 2
+            side = x - FRAME / 2 if name == "encoder" else x + BOX_W + FRAME / 2
+            edge = x if name == "encoder" else x + BOX_W
+            mid = top_y + h / 2
+            parts.append(f'<polyline points="{cx:.1f},{start:.1f} {side:.1f},{start:.1f} '
+                         f'{side:.1f},{mid:.1f}" fill="none" stroke="{INK}" stroke-width="1.1"/>')
+            parts.append(_arrow([(side, mid), (edge, mid)], width=1.1))
+    last_block, last_y, last_h = rows[-1]
+    if name == "decoder":
+        parts.append(_arrow([(cx, flip(last_y + last_h)), (cx, flip(last_y + last_h) - 12)]))
+        parts.append(_text(cx, flip(last_y + last_h) - 18, captions["probabilities"],
+                           fill=MUTED, cls="caption"))
+    return parts
+
+
+def _memory(enc_x: float, dec_x: float, placed: dict[str, list[tuple[Block, float, float]]],
+            base: float) -> list[str]:
+    """The memory's arrow: from the top of the encoder's stack to the decoder's block that
+    reads it (the one marked ``memory``), with its words."""
+    flip = lambda y: base - y                      # noqa: E731  upwards -> svg
+    enc_top = max(y + h for b, y, h in placed["encoder"] if b.layer)     # its last block
+    target = next((y, h) for b, y, h in placed["decoder"] if b.memory)
+    lane = enc_x + BOX_W + FRAME + GUTTER / 2
+    rise = flip(enc_top) - FRAME - HEADER - 24
+    mid = flip(target[0] + target[1] / 2)
+    return [f'<polyline points="{enc_x + BOX_W / 2:.1f},{flip(enc_top):.1f} '
+            f'{enc_x + BOX_W / 2:.1f},{rise:.1f} {lane:.1f},{rise:.1f} {lane:.1f},{mid:.1f}" '
+            f'fill="none" stroke="#c62828" stroke-width="2"/>',
+            _arrow([(lane, mid), (dec_x, mid)], colour="#c62828", width=2),
+            _text(enc_x + BOX_W / 2, rise - 8, "memory: keys and values", fill="#c62828",
+                  cls="caption", weight="bold")]
 
 
 @dataclass(frozen=True)
@@ -309,64 +327,21 @@ def flow(boxes: Sequence[Box], edges: Sequence[tuple[str, str]], *, title: str,
     top_caption = LINE + 12
     height = 2 * MARGIN + top_caption + sum(row_h) + V_GAP * n_rows + INPUT_H
     x_of = lambda col: MARGIN + (col - left) * COL_W                    # noqa: E731
-    row_bottom = []                                                     # svg y of each row's floor
-    y = height - MARGIN - INPUT_H - V_GAP
-    for r in range(n_rows):
-        row_bottom.append(y)
-        y -= row_h[r] + V_GAP
+    rect = _flow_rects(boxes, row_h, height, x_of)
     parts: list[str] = []
-    rect = {}
-    for b in boxes:                     # boxes of a row share its floor, centred vertically
-        w, h = _flow_box_width(b), _flow_box_height(b)
-        x0 = x_of(b.col) - w / 2
-        y0 = row_bottom[b.row] - row_h[b.row] + (row_h[b.row] - h) / 2
-        rect[b.key] = (x0, y0, w, h)
     for b in boxes:
-        x0, y0, w, h = rect[b.key]
-        colour = FLOW_COLOURS.get(b.kind) or COLOURS[b.kind]
-        if b.stacked:                   # the copies behind: one per head
-            for k in (2, 1):
-                parts.append(f'<rect class="copy" x="{x0 + k * STACK:.1f}" y="{y0 - k * STACK:.1f}" '
-                             f'width="{w:.1f}" height="{h:.1f}" rx="5" fill="{colour}" '
-                             f'stroke="#777"/>')
-        lines = wrap(b.name, w - 2 * PAD, FONT)
-        cx = x0 + w / 2
-        names = "".join(_text(cx, y0 + PAD + FONT - 1 + LINE * k, line, fill=LINK)
-                        for k, line in enumerate(lines))
-        file, line, function = b.code
-        src = f"<title>{escape(f'transformer/{file}, {function}')}</title>" + "".join(
-            _text(cx, y0 + PAD + LINE * len(lines) + SMALL - 2 + (SMALL + 3) * k, part,
-                  size=SMALL, fill=MUTED, cls="source")
-            for k, part in enumerate(_source_label(b)))
-        parts.append(
-            f'<g class="block"><rect x="{x0:.1f}" y="{y0:.1f}" width="{w:.1f}" height="{h:.1f}" '
-            f'rx="5" fill="{colour}" stroke="#444"/>'
-            f'<a href="{escape(_page_link(b.page))}">{names}</a>'
-            f'<a href="{escape(f"{source_url}{file}#L{line}")}">{src}</a></g>')
-        if b.stacked and not any(o.stacked and o.row == b.row and o.col > b.col for o in boxes):
-            parts.append(_text(x0 + w + 2 * STACK + 4, y0 + h / 2 - 2 * STACK + 4, heads,
-                               fill=MUTED, anchor="start", cls="caption", weight="bold"))
+        parts += _flow_box(b, rect[b.key], boxes, source_url, heads)
     label_y = height - MARGIN - INPUT_H / 2 + 4
     for name, col in inputs.items():
         parts.append(_text(x_of(col), label_y, name, cls="caption", weight="bold"))
     for a, b in edges:
-        tx0, ty0, tw, th = rect[b]
         if a in inputs:
-            sx, sy = x_of(inputs[a]), label_y - FONT
+            start, source_row = (x_of(inputs[a]), label_y - FONT), -1
         else:
             ax0, ay0, aw, _ = rect[a]
-            sx, sy = ax0 + aw / 2, ay0 - (2 * STACK if by_key[a].stacked else 0)
-        source_row = -1 if a in inputs else by_key[a].row
-        bottom = ty0 + th
-        if tx0 + 4 <= sx <= tx0 + tw - 4:                               # straight up
-            parts.append(_arrow([(sx, sy), (sx, bottom + 1)]))
-        elif by_key[b].row == source_row + 1:                           # a bend in the gap
-            mid = (sy + bottom) / 2
-            tx = tx0 + tw / 2
-            parts.append(_arrow([(sx, sy), (sx, mid), (tx, mid), (tx, bottom + 1)]))
-        else:                                                           # up beside, in sideways
-            side = tx0 + tw if sx > tx0 + tw else tx0
-            parts.append(_arrow([(sx, sy), (sx, ty0 + th / 2), (side, ty0 + th / 2)]))
+            start = ax0 + aw / 2, ay0 - (2 * STACK if by_key[a].stacked else 0)
+            source_row = by_key[a].row
+        parts.append(_flow_edge(start, rect[b], by_key[b].row == source_row + 1))
     top = min(boxes, key=lambda b: rect[b.key][1])
     tx0, ty0, tw, _ = rect[top.key]
     parts.append(_arrow([(tx0 + tw / 2, ty0), (tx0 + tw / 2, ty0 - 12)]))
@@ -381,6 +356,74 @@ def flow(boxes: Sequence[Box], edges: Sequence[tuple[str, str]], *, title: str,
            f'style="width:100%;max-width:{round(width * 1.3)}px;height:auto;display:block;'
            f'margin:0 auto;font-family:inherit">{head}{body}</svg>')
     return Diagram(title, svg)
+
+
+def _flow_rects(boxes: Sequence[Box], row_h: list[float], height: float,
+                x_of) -> dict[str, tuple[float, float, float, float]]:
+    """Each box's ``(x, y, width, height)`` in svg units: the rows stacked upwards from the
+    inputs' row, the boxes of a row on its floor and centred in its height."""
+    row_bottom = []                                                     # svg y of each row's floor
+    y = height - MARGIN - INPUT_H - V_GAP
+    for r in range(len(row_h)):
+        row_bottom.append(y)
+        y -= row_h[r] + V_GAP
+    rect = {}
+    for b in boxes:                     # boxes of a row share its floor, centred vertically
+        w, h = _flow_box_width(b), _flow_box_height(b)
+        x0 = x_of(b.col) - w / 2
+        y0 = row_bottom[b.row] - row_h[b.row] + (row_h[b.row] - h) / 2
+        rect[b.key] = (x0, y0, w, h)
+    return rect
+
+
+def _flow_box(b: Box, rect: tuple[float, float, float, float], boxes: Sequence[Box],
+              source_url: str, heads: str) -> list[str]:
+    """The SVG of one box at ``rect``: its copies behind it when it is stacked, its name
+    linked to its page, its function linked to its line, and the heads' letter beside the
+    rightmost stacked box of its row."""
+    x0, y0, w, h = rect
+    parts: list[str] = []
+    colour = FLOW_COLOURS.get(b.kind) or COLOURS[b.kind]
+    if b.stacked:                   # the copies behind: one per head
+        for k in (2, 1):
+            parts.append(f'<rect class="copy" x="{x0 + k * STACK:.1f}" y="{y0 - k * STACK:.1f}" '
+                         f'width="{w:.1f}" height="{h:.1f}" rx="5" fill="{colour}" '
+                         f'stroke="#777"/>')
+    lines = wrap(b.name, w - 2 * PAD, FONT)
+    cx = x0 + w / 2
+    names = "".join(_text(cx, y0 + PAD + FONT - 1 + LINE * k, line, fill=LINK)
+                    for k, line in enumerate(lines))
+    file, line, function = b.code
+    src = f"<title>{escape(f'transformer/{file}, {function}')}</title>" + "".join(
+        _text(cx, y0 + PAD + LINE * len(lines) + SMALL - 2 + (SMALL + 3) * k, part,
+              size=SMALL, fill=MUTED, cls="source")
+        for k, part in enumerate(_source_label(b)))
+    parts.append(
+        f'<g class="block"><rect x="{x0:.1f}" y="{y0:.1f}" width="{w:.1f}" height="{h:.1f}" '
+        f'rx="5" fill="{colour}" stroke="#444"/>'
+        f'<a href="{escape(_page_link(b.page))}">{names}</a>'
+        f'<a href="{escape(f"{source_url}{file}#L{line}")}">{src}</a></g>')
+    if b.stacked and not any(o.stacked and o.row == b.row and o.col > b.col for o in boxes):
+        parts.append(_text(x0 + w + 2 * STACK + 4, y0 + h / 2 - 2 * STACK + 4, heads,
+                           fill=MUTED, anchor="start", cls="caption", weight="bold"))
+    return parts
+
+
+def _flow_edge(start: tuple[float, float], target: tuple[float, float, float, float],
+               next_row: bool) -> str:
+    """The arrow from ``start`` into the box at ``target``: straight up when ``start`` lies
+    over the box; else a bend in the gap when the box is on the ``next_row``; else up beside
+    the boxes and in from the side."""
+    (sx, sy), (tx0, ty0, tw, th) = start, target
+    bottom = ty0 + th
+    if tx0 + 4 <= sx <= tx0 + tw - 4:                               # straight up
+        return _arrow([(sx, sy), (sx, bottom + 1)])
+    if next_row:                                                    # a bend in the gap
+        mid = (sy + bottom) / 2
+        tx = tx0 + tw / 2
+        return _arrow([(sx, sy), (sx, mid), (tx, mid), (tx, bottom + 1)])
+    side = tx0 + tw if sx > tx0 + tw else tx0                       # up beside, in sideways
+    return _arrow([(sx, sy), (sx, ty0 + th / 2), (side, ty0 + th / 2)])
 
 
 def _page_link(page: str) -> str:

@@ -3,8 +3,9 @@ package, keep what it measured and show it.
 
 * :mod:`.timing`: the timers (``Stopwatch``, ``median_seconds``, ``best_seconds``; every
   one waits for a GPU's queued work);
-* :mod:`.records`: the result records in ``book/results/`` (a record's provenance is
-  written by :mod:`transformer.provenance`), loaded and checked;
+* :mod:`.provenance`: where a record was measured (commit, command, CPU, torch, date),
+  which every command that measures writes into its record (``write_record``);
+* :mod:`.records`: the result records in ``book/results/``, loaded and checked;
 * :mod:`.registry`: the benchmark scripts under ``benchmarks/``, one row each
   (``BENCHMARKS``), and where each script was before (``MOVED``);
 * :mod:`.tables`: the records rendered as the docs' tables, never typed;

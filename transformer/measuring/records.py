@@ -2,7 +2,7 @@
 figures come from.
 
 A record is a JSON object with a ``provenance`` object. One a command wrote holds the
-commit, the command, the CPU, torch and the date (``transformer.provenance``); one
+commit, the command, the CPU, torch and the date (``transformer.measuring.provenance``); one
 transcribed from the experiment notes says where from in ``transcribed`` and holds the same
 fields as the notes give them; a figure published elsewhere holds ``published`` and
 ``date``. A record of several runs holds them under ``runs`` (labelled), ``sets`` or

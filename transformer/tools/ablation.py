@@ -48,8 +48,8 @@ from ..training.loop import Trainer
 from ..training.precision import resolve_precision
 from ..training.run_data import load_split
 from ..training.vocabulary import train_tokenizer
-from ..provenance import git_commit
-from ..provenance import provenance as machine_provenance
+from ..measuring.provenance import git_commit
+from ..measuring.provenance import provenance as machine_provenance
 
 PAPER_SOURCE = ("Vaswani et al. 2017, Table 3: newstest2013 (dev), per-wordpiece perplexity, "
                 "BLEU with beam 4 and no checkpoint averaging, params x 10^6")

@@ -59,7 +59,7 @@ from .interrupts import CtrlCBetweenLines
 from . import words
 from .options import (DescribedHelpFormatter, HelpFormatter, add_common, add_json,
                       add_train_options, bounded)
-from ..provenance import provenance, record_text
+from ..measuring.provenance import provenance, record_text
 
 DESCRIPTION = """\
 Train, run and score the Transformer of "Attention Is All You Need" (English-German).

@@ -33,7 +33,7 @@ from ..checkpoint import (CheckpointError, average_checkpoints, load_checkpoint,
                           prune_checkpoints, save_checkpoint, step_checkpoints, step_file)
 from ..corpora import CorpusSpec
 from ..output import write_output
-from ..provenance import provenance, write_record
+from ..measuring.provenance import provenance, write_record
 from ..tokenizer import Tokenizer
 from .command import train_command
 from .config import TrainConfig, TrainingError, run_settings

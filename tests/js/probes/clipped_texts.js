@@ -1,10 +1,7 @@
 // Texts of a figure (plotly's or a diagram's) drawn outside the figure's box, the
 // screen, or the plotting area that clips them: [title, text, its box, the box it must lie in].
+/* global shown */
 () => {
-  const shown = (t) => { const s = getComputedStyle(t);
-    return t.textContent.trim() && s.visibility !== 'hidden' && s.display !== 'none' &&
-      Number(s.opacity) > 0 && Number(s.fillOpacity) > 0 && !/rgba\(.*,\s*0\)$/.test(s.fill) &&
-      parseFloat(s.fontSize) > 2; };
   // the plotting area's clip-path of a text (plotly clips labels of points there)
   const clipBox = (t) => {
     for (let e = t; e && e.getAttribute; e = e.parentNode) {
@@ -26,7 +23,6 @@
     for (const t of fig.querySelectorAll('svg text')) {
       if (!shown(t)) continue;
       const b = t.getBoundingClientRect();
-      if (b.width === 0 || b.height === 0) continue;
       const c = clipBox(t);
       const box = [Math.max(f.left, 0, c[0]), Math.max(f.top, c[1]), Math.min(right, c[2]), Math.min(f.bottom, c[3])];
       if (b.left < box[0] - 1 || b.right > box[2] + 1 || b.top < box[1] - 1 || b.bottom > box[3] + 1) {

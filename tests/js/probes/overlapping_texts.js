@@ -1,10 +1,7 @@
 // Texts of one figure drawn on top of each other: each text's box turned with it (tick
 // labels at -45 degrees), 1 px inside its edges, tested pairwise by separating axes.
+/* global shown */
 () => {
-  const shown = (t) => { const s = getComputedStyle(t);
-    return t.textContent.trim() && s.visibility !== 'hidden' && s.display !== 'none' &&
-      Number(s.opacity) > 0 && Number(s.fillOpacity) > 0 && !/rgba\(.*,\s*0\)$/.test(s.fill) &&
-      parseFloat(s.fontSize) > 2; };
   const quad = (t) => {
     const b = t.getBBox(), m = t.getScreenCTM(), i = Math.min(1, b.width / 4, b.height / 4);
     return [[b.x + i, b.y + i], [b.x + b.width - i, b.y + i], [b.x + b.width - i, b.y + b.height - i],

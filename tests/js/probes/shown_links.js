@@ -1,5 +1,4 @@
 // The texts of the links shown (laid out, visible) in the dialog `dialog` (a selector).
-(dialog) => Array.from(document.querySelectorAll(dialog + ' nav a'))
-    .filter((a) => { const b = a.getBoundingClientRect();
-                     return b.width > 0 && b.height > 0 && getComputedStyle(a).visibility !== 'hidden'; })
+/* global shown */
+(dialog) => Array.from(document.querySelectorAll(dialog + ' nav a')).filter(shown)
     .map((a) => a.textContent.trim())

@@ -17,8 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .output import write_output
-from .cpu import BF16_INSTRUCTIONS
+from ..output import write_output
+from ..cpu import BF16_INSTRUCTIONS
 
 __all__ = ["cpu_name", "git_commit", "provenance", "record_text", "this_command", "write_record"]
 
