@@ -548,7 +548,7 @@ def test_chapter_9_doubt_figures_recounted_from_the_labelled_set(monkeypatch):
     items = [i for i in labelled["items"] if i["label"] in ("good", "wrong")]
     notes = []
     for item in items:
-        cross = {"dims": [1, 1, 1, len(item["read"])], "data": item["read"]}
+        cross = {"dims": [1, 1, 1, len(item["coverage"])], "data": item["coverage"]}
         notes.append(doubt(item["source_ids"], labelled["unk_id"], item["translation"],
                            item["pieces"], source=item["source"],
                            source_pieces=item["source_pieces"], cross=cross))

@@ -213,21 +213,22 @@ def test_the_cross_attention_is_the_models_over_source_and_translation():
 
 
 def test_the_doubt_benchmark_counts_the_flagged_lines_and_reads_the_attention_as_doubt():
-    """benchmarks/book/doubt_quality.py: what its set keeps of the attention (the most
-    weight each source piece got) gives doubt's note of the whole attention, and its
+    """benchmarks/book/doubt_quality.py: what its set keeps of the attention (the coverage
+    each source piece gathered) gives doubt's note of the whole attention, and its
     measure counts flagged wrong and flagged good lines, skipping unlabelled ones."""
-    from benchmarks.book.doubt_quality import measure, most_read, note
+    from benchmarks.book.doubt_quality import measure, note
+    from transformer.doubt import coverage
     with_cross = [c for c in FIXTURE["cases"] if "cross" in c.get("options", {})]
     assert len(with_cross) >= 5
     for c in with_cross:
         o = c["options"]
         item = {"source_ids": c["ids"], "translation": c["text"], "pieces": c["pieces"],
                 "source": o["source"], "source_pieces": o["source_pieces"],
-                "read": most_read(o["cross"], len(o["source_pieces"]))}
+                "coverage": coverage(o["cross"], len(o["source_pieces"]))}
         assert note(item, FIXTURE["unk"]) == doubt(c["ids"], FIXTURE["unk"], c["text"], c["pieces"], **o)
     line = lambda source, translation, label: {  # noqa: E731
         "origin": source, "source": source, "translation": translation, "label": label,
-        "source_ids": [5, 6], "source_pieces": [], "pieces": [], "read": []}
+        "source_ids": [5, 6], "source_pieces": [], "pieces": [], "coverage": []}
     got = measure({"unk_id": FIXTURE["unk"], "items": [
         line("I waited two hours.", "Ich habe drei Stunden gewartet.", "wrong"),   # flagged
         line("I saw Mary.", "Ich sah sie.", "wrong"),                              # flagged

@@ -9,12 +9,18 @@ by hand, then measured whenever the rule changes:
     (read each translation beside its reference; set "label" to "good" or "wrong")
     python -m benchmarks.book.doubt_quality --record book/results/doubt.json
 
+The development set (``--make-set --split valid --set benchmarks/book/doubt_dev.json``,
+labelled the same way) is where the coverage rule's form and threshold were chosen; the
+record gives its figures too, under "dev", beside the test set's.
+
 ``--make-set`` translates every ``--every``-th line of the held-out test splits of
-Tatoeba and Multi30k (none of them written for this check) with the page's search (beam
-4) and keeps, beside each source, reference and translation, everything doubt reads of
-the model: the source's and the translation's pieces and, for coverage, the most weight
-any encoder-decoder head gave each source piece at any step (all that the coverage rule
-reads of the attention), so that measuring needs no checkpoint. Measuring runs
+Tatoeba and Multi30k (none of them written for this check; ``--split valid`` takes their
+valid splits instead: the development set ``doubt_dev.json`` on which the coverage rule's
+threshold was chosen) with the page's search (beam 4) and keeps, beside each source,
+reference and translation, everything doubt reads of the model: the source's and the
+translation's pieces and, for coverage, the attention each source piece gathered over
+all steps (all that the coverage rule reads of the attention, see
+:func:`transformer.doubt.coverage`), so that measuring needs no checkpoint. Measuring runs
 :func:`transformer.doubt.doubt` on each labelled line; a line with no label is skipped.
 """
 from __future__ import annotations
@@ -26,51 +32,43 @@ from pathlib import Path
 from benchmarks.record import add_option, save
 
 SET = Path(__file__).with_name("doubt_set.json")
-SPLITS = (("tatoeba-en-de", "test"), ("multi30k-en-de", "test"))
+DEV = Path(__file__).with_name("doubt_dev.json")
+CORPORA = ("tatoeba-en-de", "multi30k-en-de")
 LABELS = ("good", "wrong")
 
 
-def make_set(checkpoint: Path, every: int, per_split: int, data_root=None) -> dict:
-    """The unlabelled set: every ``every``-th test line of SPLITS, ``per_split`` of each,
-    translated by ``checkpoint`` with the page's search."""
+def make_set(checkpoint: Path, every: int, per_split: int, data_root=None,
+             split: str = "test") -> dict:
+    """The unlabelled set: every ``every``-th line of the ``split`` of CORPORA,
+    ``per_split`` of each, translated by ``checkpoint`` with the page's search."""
     from transformer.data import load_corpus
-    from transformer.doubt import cross_attention
+    from transformer.doubt import coverage, cross_attention
     from transformer.inference import load_model
     from transformer.translation import translations
     model, tokenizer = load_model(checkpoint)
     items = []
-    for corpus, split in SPLITS:
+    for corpus in CORPORA:
         pairs = load_corpus(corpus, split, root=data_root)
         lines = list(range(0, len(pairs.src), every))[:per_split]
         sources = [pairs.src[i] for i in lines]
         for line, done in zip(lines, translations(model, tokenizer, sources, beam_size=4)):
-            read = most_read(cross_attention(model, done.source, done.ids), len(done.source))
+            read = coverage(cross_attention(model, done.source, done.ids), len(done.source))
             items.append({"origin": f"{corpus} {split} line {line + 1}",
                           "source": pairs.src[line], "reference": pairs.tgt[line],
                           "translation": done.text, "label": None,
                           "source_ids": done.source,
                           "source_pieces": [tokenizer.id_to_piece(i) for i in done.source],
                           "pieces": [tokenizer.id_to_piece(i) for i in done.ids],
-                          "read": [round(w, 4) for w in read]})
+                          "coverage": [round(w, 4) for w in read]})
     return {"checkpoint": str(checkpoint), "unk_id": model.cfg.unk_id, "search": "beam 4",
             "labelling": None, "items": items}
 
 
-def most_read(cross: dict, n: int) -> list[float]:
-    """The most weight any head of any layer gave each of the first ``n`` keys of
-    ``cross`` ({"dims": [layers, heads, q, k], "data"}) at any step: all that doubt's
-    coverage rule reads of the attention."""
-    layers, heads, q_len, k_len = cross["dims"]
-    data = cross["data"]
-    return [max(data[(b * q_len + q) * k_len + k] for b in range(layers * heads)
-                for q in range(q_len)) for k in range(min(n, k_len))]
-
-
 def note(item: dict, unk_id: int) -> str | None:
-    """What doubt says of one line of the set (the attention as the most weight each source
-    piece got, which is all the coverage rule reads)."""
+    """What doubt says of one line of the set (the attention as one step that gives each
+    source piece the coverage it gathered, which is all the coverage rule reads)."""
     from transformer.doubt import doubt
-    cross = {"dims": [1, 1, 1, len(item["read"])], "data": item["read"]}
+    cross = {"dims": [1, 1, 1, len(item["coverage"])], "data": item["coverage"]}
     return doubt(item["source_ids"], unk_id, item["translation"], item["pieces"],
                  source=item["source"], source_pieces=item["source_pieces"], cross=cross)
 
@@ -101,13 +99,22 @@ KINDS = {"unknown": "unknown to the model", "loop": "(a loop)",
          "unread": "(a word dropped?)"}
 
 
+def _shown(path: Path) -> str:
+    return str(path.relative_to(Path.cwd()) if path.is_absolute() and
+               path.is_relative_to(Path.cwd()) else path)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--set", type=Path, default=SET, help=f"the labelled set (default {SET})")
+    parser.add_argument("--dev", type=Path, default=DEV,
+                        help=f"the labelled development set, measured too (default {DEV})")
     parser.add_argument("--make-set", action="store_true",
-                        help="translate the test lines and write the set, unlabelled")
+                        help="translate the --split's lines and write the set, unlabelled")
+    parser.add_argument("--split", default="test", choices=("test", "valid"),
+                        help="--make-set: the corpora's split (default test; valid: the dev set)")
     parser.add_argument("--checkpoint", type=Path, help="the model --make-set translates with")
-    parser.add_argument("--every", type=int, default=40, help="--make-set: every N-th test line")
+    parser.add_argument("--every", type=int, default=40, help="--make-set: every N-th line")
     parser.add_argument("--per-split", type=int, default=30, help="--make-set: lines of each split")
     parser.add_argument("--data-root", help="--make-set: the corpora's folder (default: "
                                             "$TRANSFORMER_DATA, else ~/.cache/transformer/data)")
@@ -116,18 +123,22 @@ def main():
     if args.make_set:
         if args.checkpoint is None:
             parser.error("--make-set needs --checkpoint")
-        made = make_set(args.checkpoint, args.every, args.per_split, args.data_root)
+        made = make_set(args.checkpoint, args.every, args.per_split, args.data_root,
+                        args.split)
         args.set.write_text(json.dumps(made, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
         print(f"{len(made['items'])} lines written to {args.set}: label each 'good' or 'wrong'")
         return
     labelled = json.loads(args.set.read_text(encoding="utf-8"))
     figures = measure(labelled)
-    print(f"flagged {figures['flagged_wrong']} of {figures['wrong']} wrong translations and "
-          f"{figures['flagged_good']} of {figures['good']} good ones")
+    dev = measure(json.loads(args.dev.read_text(encoding="utf-8")))
+    for name, got in (("test", figures), ("dev", dev)):
+        print(f"{name}: flagged {got['flagged_wrong']} of {got['wrong']} wrong translations "
+              f"and {got['flagged_good']} of {got['good']} good ones")
+    figures["dev"] = {"set": _shown(args.dev), **{k: v for k, v in dev.items() if k != "lines"}}
     save(args.record, "the doubt note on a labelled set of held-out test translations: "
-         "flagged wrong / all wrong, flagged good / all good", figures,
-         set=str(args.set.relative_to(Path.cwd()) if args.set.is_absolute() and
-                 args.set.is_relative_to(Path.cwd()) else args.set),
+         "flagged wrong / all wrong, flagged good / all good (and under \"dev\" the same on "
+         "the development set of valid lines the coverage threshold was chosen on)", figures,
+         set=_shown(args.set),
          checkpoint=labelled["checkpoint"], labelling=labelled["labelling"])
 
 

@@ -51,5 +51,7 @@ test("the number, the name and the unread word are named", () => {
     sourcePieces: c.options.source_pieces, cross: c.options.cross});
   assert.match(run(by("two hours became three")), /"two"/);
   assert.match(run(by("a name dropped")), /"Mary"/);
-  assert.match(run(by("brother read by no head")), /"brother"/);
+  assert.match(run(by("brother hardly read, the heads averaged")), /"brother"/);
+  assert.match(run(by("weight on the end of the source reads no word")), /"sings"/);
+  assert.match(run(by("a word of four letters counts")), /"runs"/);
 });

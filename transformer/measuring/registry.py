@@ -84,7 +84,9 @@ BENCHMARKS = [
     ("book/doubt_quality.py", "the doubt note on labelled held-out translations",
      "python -m benchmarks.book.doubt_quality", "doubt",
      lambda r: f"{r['flagged_wrong']}/{r['wrong']} wrong, "
-               f"{r['flagged_good']}/{r['good']} good flagged"),
+               f"{r['flagged_good']}/{r['good']} good flagged" + (
+                   f" (dev set: {r['dev']['flagged_wrong']}/{r['dev']['wrong']}, "
+                   f"{r['dev']['flagged_good']}/{r['dev']['good']})" if "dev" in r else "")),
     ("book/build.py", "`make book` from an empty run cache",
      "python -m benchmarks.book.build", "book_build",
      lambda r: f"{r['wall_s'] / 60:.1f} min ({r['precision']})"),

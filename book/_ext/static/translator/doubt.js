@@ -4,7 +4,8 @@
  * source pieces unknown; a word or a pair of words three times back to back, three or more
  * words twice; a sub-word piece or a pair of them three times back to back inside one
  * word; a number of the source missing or changed; a name of the source missing; a source
- * word of four letters or more that no encoder-decoder head read (coverage). */
+ * word of four letters or more that gathered little attention over the translation
+ * (coverage). */
 const WORD_START = "\u2581";
 const PUNCTUATION = ".,;:!?\"'«»„“”";
 const strip = (w) => {
@@ -32,7 +33,7 @@ const GERMAN_NUMBERS = table(
 const NOT_NAMES = new Set(("Monday Tuesday Wednesday Thursday Friday Saturday Sunday January " +
   "February March April May June July August September October November December English " +
   "French German Spanish Italian Japanese Chinese Russian").split(" "));
-export const COVERED = 0.3;          // the weight one head gives a word at one step to be read
+export const COVERED = 0.4;          // the attention a word gathers to be read (doubt.py says how chosen)
 const SHORTEST_COVERED = 4;          // letters: shorter words may go untranslated
 
 /* The first run of n <= longest items repeated back to back (an item or a pair three
@@ -90,17 +91,25 @@ function names(source) {
   return found;
 }
 
-/* The first source word of SHORTEST_COVERED letters or more that no encoder-decoder head
- * gave COVERED of its weight at any step; cross: {dims: [layers, heads, q, k], data}. */
-function unread(sourcePieces, cross) {
-  const [L, H, Q, K] = cross.dims, data = cross.data, n = sourcePieces.length;
-  const best = new Array(n).fill(0);
+/* The attention each of the first n source pieces gathered over the whole translation
+ * (coverage): at each step, the weight the heads give it, averaged over the heads of all
+ * layers, summed over the steps; cross: {dims: [layers, heads, q, k], data}. */
+export function coverage(cross, n) {
+  const [L, H, Q, K] = cross.dims, data = cross.data;
+  const total = new Array(Math.min(n, K)).fill(0);
   for (let block = 0; block < L * H; block++) {
     for (let q = 0; q < Q; q++) {
       const row = (block * Q + q) * K;
-      for (let k = 0; k < Math.min(K, n); k++) best[k] = Math.max(best[k], data[row + k]);
+      for (let k = 0; k < total.length; k++) total[k] += data[row + k];
     }
   }
+  return total.map((t) => t / (L * H));
+}
+
+/* The first source word of SHORTEST_COVERED letters or more whose pieces gathered less
+ * than COVERED of the attention over the whole translation (see coverage). */
+function unread(sourcePieces, cross) {
+  const n = sourcePieces.length, gathered = coverage(cross, n);
   let word = "", weight = 0;
   const pieces = sourcePieces.concat([WORD_START]);
   for (let k = 0; k < pieces.length; k++) {
@@ -111,7 +120,7 @@ function unread(sourcePieces, cross) {
     }
     if (k < n) {
       word += pieces[k].replace(/^\u2581+/, "");
-      weight = Math.max(weight, best[k]);
+      weight += k < gathered.length ? gathered[k] : 0;
     }
   }
   return null;
@@ -151,7 +160,7 @@ export function doubt(sourceIds, unk, text, pieces = [], {source = "", sourcePie
   }
   if (cross && sourcePieces.length) {
     const missed = unread(sourcePieces, cross);
-    if (missed) return `no attention head read "${missed}" (a word dropped?)`;
+    if (missed) return `the attention hardly read "${missed}" (a word dropped?)`;
   }
   return null;
 }
