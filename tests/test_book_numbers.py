@@ -79,7 +79,7 @@ ORACLES: dict[str, dict[str, list[str]]] = {
     },
     "04_multi_head.ipynb": {
         name: [f"{HERE}::test_chapter_4_toy_runs_scored_by_hand"]
-        for name in ("ch4_ex2_seq", "ch4_ex3_seq", "ch4_steps")},
+        for name in ("ch4_ex2_seq", "ch4_ex3_seq", "ch4_steps", "ch4_ex3_diag")},
     "05_positional.ipynb": {
         **{name: [f"{HERE}::test_chapter_5_and_6_answers_by_hand"]
            for name in ("ch5_ex3_longest", "ch5_ex1_chance")},
@@ -148,10 +148,10 @@ _debt("02_data.ipynb", "ch2_random_min ch2_random_max ch2_bucket_min ch2_bucket_
 _debt("03_attention.ipynb", "ch3_ex6_ratio",
       "a ratio of two wall-clock timings measured in the build: no second computation "
       "reproduces a duration, and a test asserts none")
-_debt("04_multi_head.ipynb", "ch4_ex3_diag ch4_ex4_heads", "attention weights of toy models "
-      "the chapter trains (the copy run's cross-attention diagonal, the reversal run's mirror "
-      "weight per head): an oracle would recompute the weights from the heads' projections "
-      "of the recorded inputs (softmax(q k^T / sqrt(d_k)) by hand); not yet written")
+_debt("04_multi_head.ipynb", "ch4_ex4_heads", "the mirror weight of each head of the reversal "
+      "model the chapter trains (2 + 2 layers, 4 heads): an oracle would train it again and "
+      "recompute each head's cross-attention from its projections, as chapter 4's copy-run "
+      "oracle does for one head; not yet written")
 _debt("07_training.ipynb", "ch7_ex3_wrong ch7_ex3_ppl", "the last point of the book's trained "
       "run's validation trace (validation_trace of the cached run): no oracle reaches it "
       "without training the book's model")
@@ -517,7 +517,10 @@ def test_chapter_4_toy_runs_scored_by_hand(monkeypatch):
     not the training's outcome). Each model is scored again on the chapter's 512 new
     sequences (seed 1) against answers written as plain sorted and copied lists and </s>:
     a sequence counts when every position is right. The steps glued are the steps that
-    train_toy was handed."""
+    train_toy was handed. Exercise 3's diagonal: the copy model's one cross-attention head
+    recomputed from its own projections of what the layer was handed (a forward hook),
+    softmax((h W_Q + b)(m W_K + b)^T / sqrt(d_k)), its weight of output t on source t
+    averaged over the chapter's 64 sequences (seed 2) and t = 0 .. 7."""
     import types
 
     import torch
@@ -556,6 +559,25 @@ def test_chapter_4_toy_runs_scored_by_hand(monkeypatch):
                       "ch4_ex3_seq": whole(runs["copy"][0], list),
                       "ch4_steps": str(handed[0])}
     assert handed == [100, 100]
+
+    copy = runs["copy"][0]
+    seen = []
+    hook = copy.decoder_layers[0].cross_attn.register_forward_hook(
+        lambda module, args, output: seen.append((module, *args[:2])))
+    sources = torch.randint(4, 14, (64, 8), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        copy(sources, torch.cat([torch.full((64, 1), copy.cfg.bos_id), sources], 1))
+        hook.remove()
+        attention, h, memory = seen[0]
+        q, k = attention.q_proj(h), attention.k_proj(memory)       # one head: all d_k columns
+        weights = torch.softmax(q @ k.transpose(1, 2) / math.sqrt(q.shape[-1]), -1)
+    diagonal = sum(weights[b, t, t].item() for b in range(64) for t in range(8)) / (64 * 8)
+    stand_ins = {"mirror": torch.tensor([0.9, 0.4, 0.1]), "layer_head": ["a", "b", "c"]}
+    from transformer.recording import record_attention
+    from transformer_book.toy import toy_batch
+    exec(the_cell("04_multi_head.ipynb", 'glue("ch4_ex3_diag"'),
+         {**namespace, "toy_batch": toy_batch, "record_attention": record_attention, **stand_ins})
+    assert values["ch4_ex3_diag"] == f"{diagonal:.2f}"
 
 
 def test_chapter_5_dot_products_of_positions_by_hand(monkeypatch):
