@@ -79,7 +79,7 @@ ORACLES: dict[str, dict[str, list[str]]] = {
     },
     "04_multi_head.ipynb": {
         name: [f"{HERE}::test_chapter_4_toy_runs_scored_by_hand"]
-        for name in ("ch4_ex2_seq", "ch4_ex3_seq", "ch4_steps", "ch4_ex3_diag")},
+        for name in ("ch4_ex2_seq", "ch4_ex3_seq", "ch4_steps", "ch4_ex3_diag", "ch4_ex4_heads")},
     "05_positional.ipynb": {
         **{name: [f"{HERE}::test_chapter_5_and_6_answers_by_hand"]
            for name in ("ch5_ex3_longest", "ch5_ex1_chance")},
@@ -148,10 +148,6 @@ _debt("02_data.ipynb", "ch2_random_min ch2_random_max ch2_bucket_min ch2_bucket_
 _debt("03_attention.ipynb", "ch3_ex6_ratio",
       "a ratio of two wall-clock timings measured in the build: no second computation "
       "reproduces a duration, and a test asserts none")
-_debt("04_multi_head.ipynb", "ch4_ex4_heads", "the mirror weight of each head of the reversal "
-      "model the chapter trains (2 + 2 layers, 4 heads): an oracle would train it again and "
-      "recompute each head's cross-attention from its projections, as chapter 4's copy-run "
-      "oracle does for one head; not yet written")
 _debt("07_training.ipynb", "ch7_ex3_wrong ch7_ex3_ppl", "the last point of the book's trained "
       "run's validation trace (validation_trace of the cached run): no oracle reaches it "
       "without training the book's model")
@@ -510,6 +506,26 @@ def test_chapter_3_saturation_and_hidden_size_from_the_distributions(monkeypatch
     assert values["ch3_ex6_hidden"] == str(hidden // scores) == "64"
 
 
+def run_reversal(namespace: dict):
+    """Chapter 4's reversal model: its cells run in ``namespace``, with half the build's
+    steps (at a quarter no head yet puts half its weight on the mirror, and the answer
+    would be the fallback) and the heatmap's figure not drawn; the model."""
+    from transformer.recording import record_attention
+    from transformer_book.toy import toy_batch
+    chapter = "04_multi_head.ipynb"
+    figures = type("Figures", (), {"attention_heatmap": lambda self, *a, **k: type(
+        "Figure", (), {"show": lambda self: None})(), "pick": staticmethod(lambda full, quick: full // 2)})()
+    namespace.update(toy_batch=toy_batch, record_attention=record_attention, viz=figures)
+    namespace.update(assignments(the_cell(chapter, "letters, L = 12, 8"), "letters", "L", "cfg",
+                                 within=namespace))
+    for marker in ("model = Transformer(cfg)", 'cross = rec.stacked("decoder.cross")'):
+        exec(the_cell(chapter, marker), namespace)
+    cell = ast.parse(the_cell(chapter, 'glue("ch4_ex3_diag"'))
+    cell.body = [node for node in cell.body if not isinstance(node, ast.Assert)]
+    exec(compile(cell, "<chapter>", "exec"), namespace)
+    return namespace["model"]
+
+
 def test_chapter_4_toy_runs_scored_by_hand(monkeypatch):
     """Exercises 2 and 3: the chapter's own loop (sort without positions, copy with one
     head) run here with 100 steps for the build's 400 (its check that both learnt, which
@@ -520,7 +536,11 @@ def test_chapter_4_toy_runs_scored_by_hand(monkeypatch):
     train_toy was handed. Exercise 3's diagonal: the copy model's one cross-attention head
     recomputed from its own projections of what the layer was handed (a forward hook),
     softmax((h W_Q + b)(m W_K + b)^T / sqrt(d_k)), its weight of output t on source t
-    averaged over the chapter's 64 sequences (seed 2) and t = 0 .. 7."""
+    averaged over the chapter's 64 sequences (seed 2) and t = 0 .. 7. Exercise 4: the
+    reversal model of the chapter's cells, trained here with half the build's steps,
+    each head of each decoder layer recomputed the same way on the chapter's sequence (seed
+    3); a head's mirror weight is its mean weight of output t on source L - 1 - t, and the
+    answer names the heads above one half."""
     import types
 
     import torch
@@ -540,7 +560,7 @@ def test_chapter_4_toy_runs_scored_by_hand(monkeypatch):
     cell = ast.parse(the_cell("04_multi_head.ipynb", 'glue("ch4_ex2_seq"'))
     cell.body = [node for node in cell.body if not isinstance(node, ast.Assert)]
     namespace = {"torch": torch, "Transformer": Transformer, "toy_config": toy_config,
-                 "remove_positions": remove_positions, "train_toy": spy,
+                 "remove_positions": remove_positions, "train_toy": spy, "glue": record,
                  "toy_accuracy": toy_accuracy, "viz": types.SimpleNamespace(pick=lambda full, quick: full // 4)}
     exec(compile(cell, "<chapter>", "exec"), namespace)
 
@@ -572,12 +592,27 @@ def test_chapter_4_toy_runs_scored_by_hand(monkeypatch):
         q, k = attention.q_proj(h), attention.k_proj(memory)       # one head: all d_k columns
         weights = torch.softmax(q @ k.transpose(1, 2) / math.sqrt(q.shape[-1]), -1)
     diagonal = sum(weights[b, t, t].item() for b in range(64) for t in range(8)) / (64 * 8)
-    stand_ins = {"mirror": torch.tensor([0.9, 0.4, 0.1]), "layer_head": ["a", "b", "c"]}
-    from transformer.recording import record_attention
-    from transformer_book.toy import toy_batch
-    exec(the_cell("04_multi_head.ipynb", 'glue("ch4_ex3_diag"'),
-         {**namespace, "toy_batch": toy_batch, "record_attention": record_attention, **stand_ins})
+    reversal, letters, L = run_reversal(namespace), 12, 8        # and the glue cell's rest
     assert values["ch4_ex3_diag"] == f"{diagonal:.2f}"
+    source = torch.randint(4, 4 + letters, (1, L), generator=torch.Generator().manual_seed(3))
+    handed_to = []
+    hooks = [layer.cross_attn.register_forward_hook(
+        lambda module, args, output: handed_to.append((module, *args[:2])))
+        for layer in reversal.decoder_layers]
+    with torch.no_grad():
+        reversal(source, torch.cat([torch.tensor([[reversal.cfg.bos_id]]), source.flip(1)], 1))
+    for hook in hooks:
+        hook.remove()
+    named = []
+    for layer, (attention, h, memory) in enumerate(handed_to):
+        d_k = attention.q_proj.out_features // reversal.cfg.n_heads
+        q, k = attention.q_proj(h)[0].detach(), attention.k_proj(memory)[0].detach()
+        for head in range(reversal.cfg.n_heads):
+            cols = slice(head * d_k, (head + 1) * d_k)
+            w = torch.softmax(q[:, cols] @ k[:, cols].T / math.sqrt(d_k), -1)
+            m = sum(w[t, L - 1 - t].item() for t in range(L)) / L
+            named += [f"layer {layer + 1}, head {head + 1} ({m:.2f})"] if m > 0.5 else []
+    assert named and values["ch4_ex4_heads"] == "; ".join(named)     # not the fallback
 
 
 def test_chapter_5_dot_products_of_positions_by_hand(monkeypatch):
