@@ -471,6 +471,7 @@ def test_chapter_3_look_up_answers_by_hand(monkeypatch):
     assert values == {"ch3_ex1_cat": "0.867", "ch3_ex2_w8": "0.9997", "ch3_ex2_o8": "[1.000, 0.000]"}
 
 
+@pytest.mark.usefixtures("one_thread")      # small steps: more threads thrash
 def test_chapter_3_saturation_and_hidden_size_from_the_distributions(monkeypatch):
     """Exercise 3: for one query q and 12 keys, all N(0, I) in d_k = 1024 dimensions, the
     scores q·k_j given q are independent N(0, |q|²) with |q|² a chi-square of 1024 degrees
@@ -482,7 +483,6 @@ def test_chapter_3_saturation_and_hidden_size_from_the_distributions(monkeypatch
     import numpy as np
     import torch
     from transformer_book import viz
-    torch.set_num_threads(1)        # small matrices: one thread (tests/conftest.py puts it back)
     chapter = "03_attention.ipynb"
     namespace = {"torch": torch, "math": math, "viz": viz}
     namespace.update(assignments(the_cell(chapter, "d_ks = [2 ** i"), "d_ks"))
@@ -526,6 +526,7 @@ def run_reversal(namespace: dict):
     return namespace["model"]
 
 
+@pytest.mark.usefixtures("one_thread")      # small steps: more threads thrash
 def test_chapter_4_toy_runs_scored_by_hand(monkeypatch):
     """Exercises 2 and 3: the chapter's own loop (sort without positions, copy with one
     head) run here with 100 steps for the build's 400 (its check that both learnt, which
@@ -547,7 +548,6 @@ def test_chapter_4_toy_runs_scored_by_hand(monkeypatch):
     from transformer import Transformer
     from transformer_book import answers
     from transformer_book.toy import remove_positions, toy_accuracy, toy_config, train_toy
-    torch.set_num_threads(1)        # small matrices: one thread (tests/conftest.py puts it back)
     handed = []
 
     def spy(model, task, steps, *args):
@@ -632,6 +632,7 @@ def test_chapter_5_dot_products_of_positions_by_hand(monkeypatch):
     assert values == {"ch5_ex4_sim": f"{dot(10):.2f}", "ch5_ex4_far": f"{dot(50):.2f}"}
 
 
+@pytest.mark.usefixtures("one_thread")      # small steps: more threads thrash
 def test_chapter_5_blind_model_scored_by_hand(monkeypatch):
     """Exercise 1: the model without positions, trained here briefly (60 steps, the
     chapter's recipe otherwise: the build's figures come from its own longer run, so this
@@ -644,7 +645,6 @@ def test_chapter_5_blind_model_scored_by_hand(monkeypatch):
     from transformer import Transformer
     from transformer_book import viz
     from transformer_book.toy import remove_positions, toy_accuracy, toy_batch, toy_config, train_toy
-    torch.set_num_threads(1)        # small matrices: one thread (tests/conftest.py puts it back)
     chapter = "05_positional.ipynb"
     letters, L = 10, 8
     setting = assignments(the_cell(chapter, "letters, L, steps ="), "letters", within={"viz": viz})
@@ -671,6 +671,7 @@ def test_chapter_5_blind_model_scored_by_hand(monkeypatch):
     assert len({share([r[t] for r in right]) for t in (0, L - 1, L)}) > 1   # positions told apart
 
 
+@pytest.mark.usefixtures("one_thread")      # small steps: more threads thrash
 def test_chapter_6_gradient_spread_through_torch_nn(monkeypatch):
     """Exercise 2: the same initial weights and batch as the chapter's, run forward and
     backward through torch.nn's own Transformer layers (the package's weights copied in)
@@ -684,7 +685,6 @@ def test_chapter_6_gradient_spread_through_torch_nn(monkeypatch):
     from transformer.loss import LabelSmoothingLoss
     from transformer.tools.interop import to_torch_transformer
     from transformer_book import viz
-    torch.set_num_threads(1)        # small matrices: one thread (tests/conftest.py puts it back)
     chapter = "06_model.ipynb"
     namespace = {"torch": torch, "ModelConfig": ModelConfig, "Transformer": Transformer,
                  "LabelSmoothingLoss": LabelSmoothingLoss, "viz": viz}
