@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from corpus_host import needs_corpora
+
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
 RECORDS = BOOK / "results"                      # read with json here, never through the book
@@ -71,6 +73,13 @@ ORACLES: dict[str, dict[str, list[str]]] = {
     "10_full_model.ipynb": {
         name: [f"{HERE}::test_chapter_10_the_papers_costs_by_hand"]
         for name in ("ch10_tokens_per_s", "ch10_flops_base", "ch10_flops_big", "ch10_accum_2gpu")},
+    "02_data.ipynb": {
+        name: [f"{HERE}::test_chapter_2_answers_recounted_in_plain_python"]
+        for name in ("ch2_random_min ch2_random_max ch2_bucket_min ch2_bucket_max ch2_ex1_pieces "
+                     "ch2_ex1_whole ch2_ex1_whole_8000 ch2_ex1_words ch2_ex2_unk ch2_ex2_known "
+                     "ch2_ex3_random ch2_ex3_bucketed ch2_ex3_random_small ch2_ex3_src ch2_ex3_tgt "
+                     "ch2_ex3_crossing ch2_ex5_pairs ch2_ex5_updates ch2_ex5_epochs "
+                     "ch2_ex3_rows_{b}").split()},
     "03_attention.ipynb": {
         **{name: [f"{HERE}::test_chapter_3_look_up_answers_by_hand"]
            for name in ("ch3_ex1_cat", "ch3_ex2_w8", "ch3_ex2_o8")},
@@ -137,14 +146,6 @@ def _debt(chapter: str, names: str, why: str = _NO_ORACLE_YET) -> None:
     WITHOUT_ORACLE.setdefault(chapter, {}).update(dict.fromkeys(names.split(), why))
 
 
-_debt("02_data.ipynb", "ch2_random_min ch2_random_max ch2_bucket_min ch2_bucket_max "
-      "ch2_ex1_pieces ch2_ex1_whole ch2_ex1_whole_8000 ch2_ex1_words ch2_ex2_unk ch2_ex2_known "
-      "ch2_ex3_random ch2_ex3_bucketed ch2_ex3_random_small ch2_ex3_src ch2_ex3_tgt "
-      "ch2_ex3_crossing ch2_ex5_pairs ch2_ex5_updates ch2_ex5_epochs ch2_ex3_rows_{b}",
-      "counted on Multi30k through the 8,000-piece BPE tokenizer (and the 500-piece one) that "
-      "the chapter trains with sentencepiece: an oracle needs them trained again in the test "
-      "(the lengths, the pieces, the <unk> words all come from them); the padding and the "
-      "batch sizes could then be recounted from the rows in plain Python, not yet written")
 _debt("03_attention.ipynb", "ch3_ex6_ratio",
       "a ratio of two wall-clock timings measured in the build: no second computation "
       "reproduces a duration, and a test asserts none")
@@ -444,6 +445,77 @@ def test_hood_d_decoding_steps_and_weight_bytes_by_hand(monkeypatch):
 
 
 # ---------------------------------------------------------------------------- chapters 3 to 8
+@needs_corpora()
+@pytest.mark.usefixtures("one_thread")      # small steps: more threads thrash
+def test_chapter_2_answers_recounted_in_plain_python(monkeypatch, tmp_path):
+    """Chapter 2's cells run on Multi30k with the build's 8,000-piece tokenizer (and the
+    quick build's other sizes), and every answer recounted another way: the padding of
+    each budget's batches (random and bucketed, both sides and each alone) and the pairs
+    per batch from the rows of each batch, in Python; the <unk> words from the training
+    text's characters (one unseen character is enough, the answer says); the whole words
+    from each word encoded alone; the 25,000-token batch from the mean lengths."""
+    import types
+    from pathlib import Path
+
+    import torch
+    from transformer.batching import collate, padding_fraction, token_batches
+    from transformer.data import load_corpus
+    from transformer.tokenizer import Tokenizer
+    chapter = "02_data.ipynb"
+    folder = types.SimpleNamespace(mkdtemp=lambda prefix: str(tmp_path))   # the tokenizers'
+    namespace = {"tempfile": folder, "Path": Path, "torch": torch, "collate": collate,
+                 "padding_fraction": padding_fraction, "token_batches": token_batches,
+                 "load_corpus": load_corpus, "Tokenizer": Tokenizer,
+                 "viz": types.SimpleNamespace(pick=lambda full, quick: quick)}
+    for marker in ('train = load_corpus("multi30k-en-de", "train")', "workdir = Path(",
+                   "tokens_per_word, examples", "src_len = [len(ids) + 1", "mean_src, mean_tgt ="):
+        exec(the_cell(chapter, marker), namespace)
+    values = {**glued(monkeypatch, chapter, 'glue("ch2_random_min"', namespace),
+              **glued(monkeypatch, chapter, 'glue("ch2_ex1_pieces"', namespace)}
+    src_len, tgt_len, train = namespace["src_len"], namespace["tgt_len"], namespace["train"]
+
+    def padding(batches, sides):
+        slots = real = 0
+        for lengths in sides:
+            for batch in batches:
+                slots += len(batch) * max(lengths[i] for i in batch)
+                real += sum(lengths[i] for i in batch)
+        return 100 * (slots - real) / slots
+
+    plans = {(b, bucket): [list(batch) for batch in token_batches(src_len, tgt_len, b, seed=0, bucket=bucket)]
+             for b in (500, 1000, 2000, 4000, 8000, 25000) for bucket in (False, True)}
+    random_order = [padding(plans[b, False], (src_len, tgt_len)) for b in (500, 1000, 2000, 4000, 8000, 25000)]
+    bucketed = [padding(plans[b, True], (src_len, tgt_len)) for b in (500, 1000, 2000, 4000, 8000, 25000)]
+    big = plans[25000, True]
+    tokenizer, words = namespace["tokenizer"], ["Zwölf", "Boxkämpfer", "naïve", "café", "½"]
+    seen = set("".join(train.src + train.tgt))
+    sentence = "A little girl climbing into a wooden playhouse."
+
+    def whole(tok):
+        return [w.strip(".") for w in sentence.split() if tok.pieces(w.strip(".")) == ["▁" + w.strip(".")]]
+
+    small = Tokenizer.load(namespace["workdir"] / "bpe500.model")
+    mean_src, mean_tgt = statistics.mean(src_len), statistics.mean(tgt_len)
+    assert values == {
+        "ch2_random_min": f"{min(random_order):.0f}", "ch2_random_max": f"{max(random_order):.0f}",
+        "ch2_bucket_min": f"{min(bucketed):.1f}", "ch2_bucket_max": f"{max(bucketed):.1f}",
+        "ch2_ex1_pieces": " ".join(small.id_to_piece(i) for i in small.encode(sentence)),
+        "ch2_ex1_whole": ", ".join(whole(small)), "ch2_ex1_whole_8000": str(len(whole(tokenizer))),
+        "ch2_ex1_words": "8",
+        "ch2_ex2_unk": ", ".join(w for w in words if set(w) - seen),
+        "ch2_ex2_known": ", ".join(w for w in words if not set(w) - seen),
+        "ch2_ex3_random": f"{random_order[-1]:.1f}", "ch2_ex3_bucketed": f"{bucketed[-1]:.1f}",
+        "ch2_ex3_random_small": f"{random_order[0]:.1f}",
+        "ch2_ex3_src": f"{padding(big, (src_len,)):.1f}", "ch2_ex3_tgt": f"{padding(big, (tgt_len,)):.1f}",
+        **{f"ch2_ex3_rows_{b}": f"{sum(map(len, plans[b, True])) / len(plans[b, True]):,.0f}"
+           for b in (500, 25000)},
+        "ch2_ex3_crossing": f"{sum(min(tgt_len[i] for i in b) < max(tgt_len[i] for i in b) for b in big)} "
+                            f"of {len(big)}",
+        "ch2_ex5_pairs": f"{25_000 / max(mean_src, mean_tgt):,.0f}",
+        "ch2_ex5_updates": f"{max(sum(src_len), sum(tgt_len)) / 25_000:.0f}",
+        "ch2_ex5_epochs": f"{100_000 * 25_000 / max(sum(src_len), sum(tgt_len)):,.0f}"}
+
+
 def test_chapter_3_look_up_answers_by_hand(monkeypatch):
     """Exercises 1 and 2 on the worked example (keys cat [1,0,1,0], sat [0,1,0,1], mat
     [1,1,0,0], values [1,0], [0,1], [1,1], query [2,0,2,0], d_k = 4). Doubled, the scaled
