@@ -12,8 +12,9 @@ benchmarks.cpu.train_throughput --help``; ``--record PATH`` writes its result re
 (:mod:`benchmarks.record`). Timing goes through the package's timing harness
 (:mod:`transformer.measuring.timing`), and each script has its row in
 ``transformer.measuring.registry.BENCHMARKS``, which makes its row in
-``benchmarks/README.md``. None imports the book's helpers (``book/transformer_book/``) but
-the capstone's, which measures the page's own run (``tests/test_imports.py``).
+``benchmarks/README.md``. None imports the book's helpers (``book/transformer_book/``); a
+page's own run that one measures is the package's, as the capstone's
+(``transformer.your_turn.capstone_run``) (``tests/test_imports.py``).
 """
 from pathlib import Path
 

@@ -171,7 +171,7 @@ def test_the_toy_accuracy_is_measured_on_sequences_no_training_batch_held(letter
     that records what it reads, so the check holds whatever seeds the two draw with."""
     import torch
     from torch import nn
-    from transformer_book import toy
+    from transformer.your_turn import toy
 
     class Recorder(nn.Module):
         def __init__(self):

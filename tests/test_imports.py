@@ -23,12 +23,6 @@ LAYERS = [("model", None), ("measuring", {"measuring"}), ("training", {"training
           ("tools", {"tools", "your_turn"})]
 ENTRY_POINTS = {"transformer", "transformer.__main__"}
 
-# The one benchmark that measures a page's own run, whose settings' one home is the book:
-# the capstone's (``transformer_book.capstone.SETTINGS``). No other arrow into the book.
-# Right, not a leftover: your_turn holds the run's parts; the book keeps only the page's own run.
-MEASURES_THE_BOOK = {"benchmarks/book/capstone.py": {"transformer_book.capstone"}}
-
-
 def modules() -> dict[str, set[str]]:
     """Every module of the package -> the package modules it imports (not the packages
     on the way, which every submodule's import names)."""
@@ -133,26 +127,18 @@ def book_imports(source: str) -> set[str]:
 
 def test_the_benchmarks_and_this_file_never_import_the_book_helpers():
     """Benchmarks time with ``transformer.measuring.timing``, list themselves in
-    ``transformer.measuring.registry`` and take the book's run from
-    ``transformer.training.cache``; only :data:`MEASURES_THE_BOOK` reads a page's own run."""
+    ``transformer.measuring.registry``, take the book's run from ``transformer.training.cache``
+    and a page's own run from the package (the capstone's:
+    ``transformer.your_turn.capstone_run.SETTINGS``): no benchmark reads the book."""
     planted = "import torch\n\ndef main():\n    from transformer_book.timing import Stopwatch\n"
     assert book_imports(planted) == {"transformer_book.timing"}
     assert book_imports("import transformer_book, transformer.measuring.timing") == {BOOK}
     files = sorted((REPO / "benchmarks").rglob("*.py")) + [Path(__file__)]
+    assert len(files) > 20 and REPO / "benchmarks" / "book" / "capstone.py" in files
     arrows = {f.relative_to(REPO).as_posix(): book_imports(f.read_text(encoding="utf-8"))
               for f in files}
     arrows = {name: found for name, found in arrows.items() if found}
-    assert arrows == MEASURES_THE_BOOK, arrows
-
-
-def test_the_page_run_a_benchmark_measures_builds_on_the_packages_parts():
-    """What :data:`MEASURES_THE_BOOK` reads of the book is the page's run only: its model and
-    its training are the package's (``transformer.your_turn``), the book defines neither."""
-    tree = ast.parse((REPO / "book" / BOOK / "capstone.py").read_text(encoding="utf-8"))
-    from_package = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-                    and node.module == "transformer.your_turn" for alias in node.names}
-    assert {"Parts", "assemble", "train_model"} <= from_package
-    assert not [node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+    assert not arrows, arrows
     assert not (REPO / "book" / BOOK / "timing.py").exists()   # the timers are the package's
 
 

@@ -94,11 +94,11 @@ def test_the_page_doubts_as_the_package_does():
 
 
 def test_the_panels_toy_tasks_are_the_books():
-    """training/model.js's TASKS and transformer_book.toy's TASKS, the two homes of the toy
+    """training/model.js's TASKS and transformer.your_turn.toy's TASKS, the two homes of the toy
     tasks (the panel trains in the page what chapters 4 and 5 train in Python): the same
     names, and the same target for the same sequences, in Node."""
     import torch
-    from transformer_book.toy import TASKS
+    from transformer.your_turn.toy import TASKS
 
     node = _node()
     text = (STATIC / "training" / "model.js").read_text(encoding="utf-8")

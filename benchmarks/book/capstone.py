@@ -1,6 +1,6 @@
 """The capstone page's reference run ("Your Transformer"): the book's own parts assembled
 by :mod:`transformer.your_turn`, trained on reversal with the page's settings
-(``transformer_book.capstone.SETTINGS``), on the CPU: the seconds the training takes and the
+(``transformer.your_turn.capstone_run.SETTINGS``), on the CPU: the seconds the training takes and the
 share of 512 sequences it never saw that greedy decoding reverses exactly, for a few seeds
 and at the thread counts a laptop offers. The machine's load average is kept beside the
 figures: time it on a quiet machine.
@@ -16,7 +16,7 @@ import statistics
 import torch
 
 from benchmarks.record import add_option, save
-from transformer_book.capstone import SETTINGS, greedy_accuracy, held_out, train_capstone
+from transformer.your_turn.capstone_run import SETTINGS, greedy_accuracy, held_out, train_capstone
 
 
 def run(seeds: int, threads: list[int]) -> dict:

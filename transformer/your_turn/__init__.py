@@ -22,7 +22,10 @@ check                          chapter    the package's part it compares with
                                           :func:`~transformer.your_turn.search.beam_search_sentence`)
 =============================  =========  ==============================================
 
-The capstone assembles the parts into a model and trains it (:mod:`.capstone`).
+The capstone assembles the parts into a model and trains it (:mod:`.capstone`); the
+capstone page's run, its settings and its held-out test are :mod:`.capstone_run`. The toy
+tasks it trains on, reverse, copy or sort a few letters, are :mod:`.toy`, which chapters 4
+and 5 train the package's plain model on too.
 """
 from .attention import check_attention
 from .capstone import Parts, YourTransformer, assemble, check_parts, train_model

@@ -1,5 +1,5 @@
-"""The capstone page's run: a Transformer of the learner's parts (:mod:`transformer.your_turn`)
-trained on chapter 4's reversal task with the paper's recipe, and its accuracy on
+"""The capstone page's run: a Transformer of the learner's parts (:mod:`.capstone`) trained
+on chapter 4's reversal task (:mod:`.toy`) with the paper's recipe, and its accuracy on
 sequences it never saw, each output found by greedy decoding (no teacher forcing).
 
 ``SETTINGS`` is the one home of the run's settings: the page and the benchmark that records
@@ -11,9 +11,8 @@ import time
 
 import torch
 
-from transformer.decoding import greedy_decode
-from transformer.your_turn import Parts, assemble, train_model
-
+from ..decoding import greedy_decode
+from .capstone import Parts, assemble, train_model
 from .toy import toy_batch, toy_config
 
 SETTINGS = dict(task="reverse", letters=10, length=8, batch=64, steps=600, warmup=100,

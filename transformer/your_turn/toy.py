@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import torch
 
-from transformer.config import BOS_ID, EOS_ID, ModelConfig
-from transformer.loss import LabelSmoothingLoss
-from transformer.model import Transformer
+from ..config import BOS_ID, EOS_ID, ModelConfig
+from ..loss import LabelSmoothingLoss
+from ..model import Transformer
 
 FIRST = 4                      # ids 0-3 are <pad> <s> </s> <unk>; letters start at 4
 TASKS = {"reverse": lambda src: src.flip(1),
