@@ -591,7 +591,7 @@ def run_reversal(namespace: dict):
     steps (at a quarter no head yet puts half its weight on the mirror, and the answer
     would be the fallback) and the heatmap's figure not drawn; the model."""
     from transformer.recording import record_attention
-    from transformer_book.toy import toy_batch
+    from transformer.your_turn.toy import toy_batch
     chapter = "04_multi_head.ipynb"
     figures = type("Figures", (), {"attention_heatmap": lambda self, *a, **k: type(
         "Figure", (), {"show": lambda self: None})(), "pick": staticmethod(lambda full, quick: full // 2)})()
@@ -627,7 +627,7 @@ def test_chapter_4_toy_runs_scored_by_hand(monkeypatch):
     import torch
     from transformer import Transformer
     from transformer_book import answers
-    from transformer_book.toy import remove_positions, toy_accuracy, toy_config, train_toy
+    from transformer.your_turn.toy import remove_positions, toy_accuracy, toy_config, train_toy
     handed = []
 
     def spy(model, task, steps, *args):
@@ -724,7 +724,7 @@ def test_chapter_5_blind_model_scored_by_hand(monkeypatch):
     import torch
     from transformer import Transformer
     from transformer_book import viz
-    from transformer_book.toy import remove_positions, toy_accuracy, toy_batch, toy_config, train_toy
+    from transformer.your_turn.toy import remove_positions, toy_accuracy, toy_batch, toy_config, train_toy
     chapter = "05_positional.ipynb"
     letters, L = 10, 8
     setting = assignments(the_cell(chapter, "letters, L, steps ="), "letters", within={"viz": viz})
