@@ -107,6 +107,7 @@ def classify(target: str, found: list[tuple[str, str, str]]) -> dict:
 
 
 # ---- Python: mutmut ---------------------------------------------------------------------
+NO_TEST_STOP = "could not find any test case for any mutant"
 MUTMUT_STATUS = {1: KILLED, 3: KILLED, 0: SURVIVED, 5: NO_TESTS, 33: NO_TESTS, 36: TIMEOUT,
                  24: TIMEOUT, -24: TIMEOUT, 152: TIMEOUT, 255: TIMEOUT}
 
@@ -123,12 +124,18 @@ def run_mutmut(target: str, tests: list[str], conf: dict, jobs: int) -> list[tup
            "PYTHONPATH": os.pathsep.join(
         [str(work / "mutants" / "book"), str(work / "book"),
          *filter(None, [os.environ.get("PYTHONPATH")])])}
-    subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs)],
-                   cwd=work, env=env, check=True, stdout=subprocess.DEVNULL)
+    run = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs)],
+                         cwd=work, env=env, capture_output=True, text=True)
+    # mutmut stops (exit 1) when no selected test reaches any mutant: each is then one
+    # that no test reaches, not a failed run
+    untested = NO_TEST_STOP in run.stdout
+    if run.returncode and not untested:
+        sys.stderr.write(run.stdout[-4000:] + run.stderr[-4000:])
+        run.check_returncode()
     meta = json.loads((work / "mutants" / f"{target}.meta").read_text())["exit_code_by_key"]
     found = []
     for name, code in sorted(meta.items()):
-        status = MUTMUT_STATUS.get(code, f"exit {code}")
+        status = NO_TESTS if untested else MUTMUT_STATUS.get(code, f"exit {code}")
         diff = ""
         if status != KILLED:
             diff = subprocess.run([sys.executable, "-m", "mutmut", "show", name], cwd=work,
