@@ -275,6 +275,8 @@ def test_translate_gives_doubt_the_line_its_pieces_without_eos_and_the_attention
     ("Yesterday I ran.", "Gestern rannte er.", None),
     # a plural weekday is no name either ("sun" is not in "sonntags")
     ("We rest on Sundays.", "Wir ruhen sonntags.", None),
+    # ... but only the weekday, the month or its plural: a word that begins with one is a name
+    ("The MayX team won.", "Das Team gewann.", "MayX"),
     # a sentence ends at its mark, behind a closing quote too: its next word is its first
     ('Tom said "no." Then he left.', "Tom sagte „nein.“ Dann ging er.", None),
     ("Tom ran! Then he left.", "Tom rannte! Dann ging er.", None),
