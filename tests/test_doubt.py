@@ -112,6 +112,9 @@ def test_a_loop_is_named_by_its_repeated_words():
     assert '"w5 w6"' in doubt([900], UNK, words(5, 6, 5, 6, 5, 6))
     assert '"w5 w6 w7"' in doubt([900], UNK, words(4, 5, 6, 7, 5, 6, 7))
     assert "2 of 4 pieces" in doubt([UNK, UNK, 900, 901], UNK, words(5, 5, 5))  # input first
+    # inside a word: the repeated pieces joined as they are written, in the word without its mark
+    assert doubt([900], UNK, "ababab", ["\u2581a", "b", "a", "b", "a", "b"]) == \
+        'the translation repeats "ab" inside "ababab" (a loop)'
 
 
 # ------------------------------------------------------------ behind every search
@@ -260,3 +263,61 @@ def test_translate_gives_doubt_the_line_its_pieces_without_eos_and_the_attention
         layers, heads, q_len, k_len = k["cross"]["dims"]
         assert (layers, heads) == (model.cfg.n_decoder_layers, model.cfg.n_heads)
         assert k_len == len(ids) + 1 and q_len == len(pieces) + 1
+
+
+# ------------------------------------------------------------ names, worked out by hand
+@pytest.mark.parametrize("source, translation, named", [
+    # a possessive is the name without its 's, straight or curly: "Mary", not "Ma" nor "Mar"
+    ("I saw Mary's dog.", "Ich sah den Hund.", "Mary"),
+    ("I saw Mary’s dog.", "Ich sah den Hund.", "Mary"),
+    ("I saw Mary’s dog.", "Ich sah den Mann.", "Mary"),         # "ma" is in "mann", "mar" not
+    ("I saw Mary’s dog.", "Ich sah Marias Hund.", None),
+    # "I" inside a sentence is no name, even where the translation has no "i" in it
+    ("Yesterday I ran.", "Gestern rannte er.", None),
+    # a plural weekday is no name either ("sun" is not in "sonntags")
+    ("We rest on Sundays.", "Wir ruhen sonntags.", None),
+    # ... but only the weekday, the month or its plural: a word that begins with one is a name
+    ("The MayX team won.", "Das Team gewann.", "MayX"),
+    # a sentence ends at its mark, behind a closing quote too: its next word is its first
+    ('Tom said "no." Then he left.', "Tom sagte „nein.“ Dann ging er.", None),
+    ("Tom ran! Then he left.", "Tom rannte! Dann ging er.", None),
+    ("Tom ran? Then he left.", "Tom rannte? Dann ging er.", None),
+    ("Tom said: Then he left.", "Tom sagte: Dann ging er.", None),
+    # ... and not at a letter after a dot: "2.X" ends no sentence, so Python is a name
+    ("We use version 2.X Python today.", "Wir nutzen heute Version 2.X.", "Python"),
+])
+def test_a_name_is_a_capitalised_word_inside_a_sentence(source, translation, named):
+    note = doubt([900], UNK, translation, source=source)
+    if named is None:
+        assert note is None
+    else:
+        assert note == f'the name "{named}" is not in the translation (dropped or changed)'
+
+
+def test_an_english_number_word_counts_whole_not_as_a_prefix():
+    # "tent" begins with "ten", "seventy" is no "seven": the source's words are read whole
+    assert doubt([900], UNK, "Das Zelt ist grün.", source="The tent is green.") is None
+    assert doubt([900], UNK, "Sie ist siebzig.", source="She is seventy.") is None
+
+
+# ------------------------------------------------------------ coverage, worked out by hand
+def one_head(*weights: float) -> dict:
+    """One layer, one head, one decoder step giving the source pieces (and EOS, last)
+    ``weights``."""
+    return {"dims": [1, 1, 1, len(weights)], "data": list(weights)}
+
+
+@pytest.mark.parametrize("pieces, weights, unread", [
+    # a word of exactly four letters counts; its note names it without the word mark
+    (["▁Das", "▁Haus", "▁steht"], (0.35, 0.1, 0.5, 0.05), "Haus"),
+    (["▁Das", "▁Haus", "▁steht"], (0.05, 0.3, 0.6, 0.05), None),     # 0.3 is read
+    (["▁Der", "▁Hund"], (0.1, 0.2, 0.7), "Hund"),                     # the last word, too
+    # a word of two short pieces is one word of six letters
+    (["▁Hau", "ses", "▁Tür"], (0.1, 0.1, 0.75, 0.05), "Hauses"),
+    (["▁Hau", "ses", "▁Tür"], (0.1, 0.5, 0.35, 0.05), None),         # one of its pieces
+    # a first piece without the word mark still begins a word that must be read
+    (["Wasser", "▁ist"], (0.1, 0.85, 0.05), "Wasser"),
+])
+def test_a_word_no_head_reads_is_named(pieces, weights, unread):
+    note = doubt([900], UNK, "x", source="", source_pieces=pieces, cross=one_head(*weights))
+    assert note == (None if unread is None else f'no attention head read "{unread}" (a word dropped?)')

@@ -443,3 +443,69 @@ def test_ctrl_c_before_the_input_is_read_leaves_the_old_file(capsys, toy, tmp_pa
     code, _, err = run_cli(capsys, translate_args(toy, source, target))
     assert code == 130 and err.strip() == "interrupted"
     assert target.read_text() == "old\n" and leftovers(tmp_path) == []
+
+
+# ------------------------------------------------------ the guard itself (tools/interrupts.py)
+def test_ctrl_c_guard_installs_only_over_the_default_handler_and_restores_it(ctrl_c):
+    from transformer.tools.interrupts import CtrlCBetweenLines
+    guard = CtrlCBetweenLines()
+    guard.install()
+    assert signal.getsignal(signal.SIGINT) == guard._on_sigint
+    assert guard.previous is signal.default_int_handler
+    guard.restore()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert guard.previous is None
+    guard.restore()                                     # a second restore changes nothing
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)        # a background job: Ctrl-C ignored
+    ignored = CtrlCBetweenLines()
+    ignored.install()
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN and ignored.previous is None
+    ignored.restore()
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+def test_ctrl_c_guard_is_not_installed_from_another_thread(ctrl_c):
+    import threading
+    from transformer.tools.interrupts import CtrlCBetweenLines
+    guard, failed = CtrlCBetweenLines(), []
+
+    def install():
+        try:
+            guard.install()
+        except BaseException as exc:                    # signal.signal outside the main thread
+            failed.append(exc)
+    worker = threading.Thread(target=install)
+    worker.start()
+    worker.join()
+    assert failed == [] and guard.previous is None
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_ctrl_c_is_held_inside_the_block_raised_at_its_end_and_at_once_outside(ctrl_c):
+    from transformer.tools.interrupts import CtrlCBetweenLines
+    guard = CtrlCBetweenLines()
+    guard.install()
+    try:
+        assert not guard.holding and not guard.pending
+        with pytest.raises(KeyboardInterrupt):          # outside a held block: at once
+            signal.raise_signal(signal.SIGINT)
+        after = []
+        with pytest.raises(KeyboardInterrupt):
+            with guard.held():
+                assert guard.holding
+                signal.raise_signal(signal.SIGINT)
+                after.append("the block went on")       # not cut
+        assert after == ["the block went on"]
+        assert not guard.holding and not guard.pending
+        with guard.held():                              # no Ctrl-C: nothing raised, and
+            pass                                        # the last one is not raised again
+        with pytest.raises(ValueError):                 # an error in the block ends holding
+            with guard.held():
+                raise ValueError
+        assert not guard.holding
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+    finally:
+        guard.restore()

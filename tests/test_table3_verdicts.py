@@ -131,3 +131,66 @@ def test_error_bars_worked_out_by_hand(committed):
     # one-seed row: 1.29; the old rule gave the base's own spread, about 0.17)
     assert committed["A-h16"]["bleu"] == pytest.approx(0.21)
     assert committed["A-h16"]["bleu_err"] == pytest.approx(1.935)
+
+
+def test_every_figure_of_a_change_worked_out_by_hand():
+    """changes() on a small study whose figures are worked out by hand: BLEU and perplexity,
+    the error bars of both, the paper's side, a diverged seed left out and a row whose every
+    seed diverged left out."""
+    import math
+    runs = [("base", 10.0, 40.0), ("base", 10.4, 90.0), ("one", 12.0, 60.0),
+            ("two", 9.0, 50.0), ("two", 11.0, 50.0), ("three", 30.0, 1.5)]
+    results = {"rows": [{"row": r, "seed": i, "dev_bleu": b, "dev_ppl": p}
+                        for i, (r, b, p) in enumerate(runs)]}
+    results["rows"] += [{"row": "two", "seed": 9, "dev_bleu": 0.0, "dev_ppl": 1e9, "diverged": True},
+                        {"row": "three", "seed": 9, "dev_bleu": 0.0, "dev_ppl": 1e9, "diverged": True}]
+    results["rows"][5]["diverged"] = True                       # three: every seed diverged
+    rows = [SimpleNamespace(name="base", paper={"bleu": 25.8, "ppl": 5.0}),
+            SimpleNamespace(name="one", paper={"bleu": 25.0, "ppl": 5.5}),
+            SimpleNamespace(name="two", paper=None),
+            SimpleNamespace(name="three", paper={"bleu": 24.0, "ppl": 6.0}),
+            SimpleNamespace(name="four", paper={"bleu": 24.0, "ppl": 6.0})]   # never ran
+    out = table3.changes(results, rows)
+    assert set(out) == {"one", "two"}
+    # base: BLEU 10.0 and 10.4 (mean 10.2, half range 0.2), perplexity 40 and 90 (mean 65,
+    # half range of the logs ln(90 / 40) / 2 = ln(2.25) / 2); "two" (9.0, 11.0; 50, 50)
+    # has the widest BLEU gap, 2.0, the base the widest log-perplexity gap, ln 2.25.
+    # base's error bars: BLEU max(0.2, 2.0 / 2) = 1.0, log perplexity ln(2.25) / 2
+    half = math.log(2.25) / 2
+    one, two = out["one"], out["two"]
+    assert one["bleu"] == pytest.approx(12.0 - 10.2)
+    assert one["ppl"] == pytest.approx(60 / 65)
+    assert one["bleu_err"] == pytest.approx(2.0 + 1.0)           # one seed: the whole gap
+    assert one["lppl_err"] == pytest.approx(2 * half + half)
+    assert one["paper_bleu"] == -0.8 and one["paper_ppl"] == pytest.approx(1.1)
+    assert two["bleu"] == pytest.approx(10.0 - 10.2)             # the diverged seed left out
+    assert two["ppl"] == pytest.approx(50 / 65)
+    assert two["bleu_err"] == pytest.approx(1.0 + 1.0)           # max(1.0, 2.0 / 2) + 1.0
+    assert two["lppl_err"] == pytest.approx(half + half)         # max(0, half) + half
+    assert two["paper_bleu"] is None and two["paper_ppl"] is None
+
+
+def test_a_study_of_one_seed_a_row_has_no_error_bar_and_no_base_is_refused():
+    results = study({"base": [10.0], "one": [12.0]})
+    rows = ROWS[:2]
+    c = table3.changes(results, rows)["one"]
+    assert c["bleu"] == pytest.approx(2.0) and c["bleu_err"] is None and c["lppl_err"] is None
+    assert table3.verdict(c) == table3.INCONCLUSIVE
+    with pytest.raises(ValueError) as refused:
+        table3.changes(study({"one": [12.0]}), rows)
+    assert str(refused.value) == ("the Table 3 results hold no run of the base row: every row "
+                                  "is measured against it")
+
+
+@pytest.mark.parametrize("ppl, expected", [(2.0, table3.AGREES), (2.0001, table3.NOT_TRAINED)])
+def test_did_not_train_is_more_than_twice_the_base_perplexity(ppl, expected):
+    assert table3.verdict(change(bleu=-2.0, bleu_err=0.5, ppl=ppl, paper_bleu=-1.0)) == expected
+
+
+def test_the_sign_decides_agrees_or_disagrees():
+    assert table3.verdict(change(bleu=2.0, bleu_err=0.5, paper_bleu=1.0)) == table3.AGREES
+    assert table3.verdict(change(bleu=-2.0, bleu_err=0.5, paper_bleu=1.0)) == table3.DISAGREES
+    assert table3.verdict(change(bleu=2.0, bleu_err=0.5, paper_bleu=-1.0)) == table3.DISAGREES
+    assert table3.verdict(change(bleu=-2.0, bleu_err=0.5, paper_bleu=-1.0)) == table3.AGREES
+    assert table3.verdict(change(bleu=2.0, bleu_err=0.0, paper_bleu=0.41)) == table3.AGREES
+    assert table3.verdict(change(bleu=0.6, bleu_err=0.5, paper_bleu=1.0)) == table3.AGREES

@@ -93,3 +93,84 @@ def test_fit_leaves_the_runs_thread_count_not_the_governors_last(monkeypatch):
     trainer.fit()
     assert governor.threads == 1                          # the spell happened, and lasted
     assert torch.get_num_threads() == trainer.cfg.threads == 2   # the run's count, not 1
+
+
+# ------------------------------------------------------------ what the governor reads
+class ProcStat:
+    """A stand-in for ``open("/proc/stat")`` in the module: its first line is ``line``."""
+
+    def __init__(self, line):
+        self.line = line
+
+    def __call__(self, path, *args, **kwargs):
+        assert path == "/proc/stat"
+        import io
+        return io.StringIO(self.line + "\ncpu0 9 9 9 9 9 9 9 9 9 9\n")
+
+
+@pytest.mark.parametrize("line,ticks", [
+    # user nice system idle iowait irq softirq steal guest guest_nice: the busy columns
+    # are user, system, irq, softirq and steal (100 + 200 + 7 + 3 + 10), not nice (50),
+    # idle or iowait, nor guest time (already inside user)
+    ("cpu  100 50 200 1000 30 7 3 10 400 500", 320),
+    ("cpu  100 50 200 1000 30 7 3 10", 320),
+    ("cpu  100 50 200 1000", 300),                  # an old kernel: the rest count as 0
+])
+def test_the_machine_busy_seconds_are_its_busy_columns_less_nice(monkeypatch, line, ticks):
+    import os
+    monkeypatch.setattr(module, "open", ProcStat(line), raising=False)
+    assert module._machine_busy_seconds() == pytest.approx(ticks / os.sysconf("SC_CLK_TCK"))
+
+
+@pytest.mark.parametrize("line", ["cpu  100 fifty 200 1000", "intr 5 x"])
+def test_an_unreadable_proc_stat_gives_none(monkeypatch, line):
+    monkeypatch.setattr(module, "open", ProcStat(line), raising=False)
+    assert module._machine_busy_seconds() is None
+
+
+def test_no_proc_stat_gives_none_and_the_governor_keeps_its_threads(monkeypatch):
+    def missing(path, *args, **kwargs):
+        raise FileNotFoundError(path)
+    monkeypatch.setattr(module, "open", missing, raising=False)
+    assert module._machine_busy_seconds() is None
+    governor = ThreadGovernor(most=2, every_s=0.0, cores=2)
+    assert governor.tick() is None and governor.tick() is None and governor.threads == 2
+
+
+def test_the_own_seconds_are_user_and_system_time(monkeypatch):
+    import os
+    fake = os.times_result((1.5, 0.25, 7.0, 8.0, 9.0))   # user, system, children's, elapsed
+    monkeypatch.setattr(module.os, "times", lambda: fake)
+    assert module._own_seconds() == 1.75
+
+
+def test_by_default_it_uses_every_core_and_looks_every_three_seconds(monkeypatch):
+    clock = Clock(monkeypatch)
+    monkeypatch.setattr(module.os, "cpu_count", lambda: 6)
+    governor = ThreadGovernor(most=4)
+    assert governor.cores == 6 and governor.threads == 4 and torch.get_num_threads() == 4
+    governor.tick()
+    clock.run(2.9, own_cores=1.0, other_cores=5.0)
+    assert governor.tick() is None                        # 2.9 s: not yet
+    clock.run(0.1, own_cores=1.0, other_cores=5.0)        # 3 s: it looks, 6 - 5 = 1 core free
+    assert governor.tick() == 1
+    monkeypatch.setattr(module.os, "cpu_count", lambda: None)
+    assert ThreadGovernor(most=2).cores == 1              # unknown: one core
+    assert ThreadGovernor(most=2, cores=3).cores == 3
+
+
+def test_the_first_look_only_takes_a_reading(monkeypatch):
+    clock = Clock(monkeypatch)
+    clock.run(100, own_cores=0.0, other_cores=2.0)        # busy before the run began
+    governor = ThreadGovernor(most=2, every_s=3.0, cores=2)
+    assert governor.tick() is None and governor.threads == 2
+    clock.run(3, own_cores=2.0, other_cores=0.0)          # from then on, idle
+    assert governor.tick() is None and governor.threads == 2
+
+
+def test_free_cores_are_the_machines_less_the_others_rounded():
+    governor = ThreadGovernor(most=4, cores=4)
+    assert governor.free_cores(3.2, 2.0) == 2             # 1.6 cores busy: 2
+    assert governor.free_cores(5.4, 2.0) == 1             # 2.7 cores busy
+    assert governor.free_cores(0.4, 0.5) == 3             # 0.8 of a core busy: one
+    assert governor.free_cores(-3.0, 1.0) == 4            # a negative reading counts as none

@@ -107,13 +107,26 @@ def classify(target: str, found: list[tuple[str, str, str]]) -> dict:
 
 
 # ---- Python: mutmut ---------------------------------------------------------------------
+BOOK = "book/"
+NO_TEST_STOP = "could not find any test case for any mutant"
 MUTMUT_STATUS = {1: KILLED, 3: KILLED, 0: SURVIVED, 5: NO_TESTS, 33: NO_TESTS, 36: TIMEOUT,
                  24: TIMEOUT, -24: TIMEOUT, 152: TIMEOUT, 255: TIMEOUT}
 
 
 def run_mutmut(target: str, tests: list[str], conf: dict, jobs: int) -> list[tuple[str, str, str]]:
     work = target_tree(target)
-    mutmut = {**conf["mutmut"], "only_mutate": [target],
+    mutated, sources = target, conf["mutmut"]["source_paths"]
+    if target.startswith(BOOK):
+        # the book's helpers are imported as top-level modules (transformer_book.NAME), and
+        # mutmut names a mutant by its file's path (book.transformer_book.NAME), so a test
+        # never reached one: mutmut mutates a copy under src/, whose prefix it drops
+        mutated = "src/" + target[len(BOOK):]
+        shutil.copytree(work / BOOK / "transformer_book", work / "src" / "transformer_book")
+        sources = [p for p in sources if not p.startswith(BOOK)] + ["src/transformer_book"]
+        # on PYTHONPATH (below) from the start: a folder missing when Python starts is not
+        # searched once made, and the tests would import the unmutated copy
+        (work / "mutants" / "src").mkdir(parents=True)
+    mutmut = {**conf["mutmut"], "source_paths": sources, "only_mutate": [mutated],
               "pytest_add_cli_args_test_selection": tests}
     lines = ["[tool.mutmut]"] + [f"{k} = {json.dumps(v)}" for k, v in mutmut.items()]
     text = (work / "pyproject.toml").read_text(encoding="utf-8")
@@ -121,14 +134,20 @@ def run_mutmut(target: str, tests: list[str], conf: dict, jobs: int) -> list[tup
     (work / "pyproject.toml").write_text(head + "\n".join(lines) + "\n", encoding="utf-8")
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
            "PYTHONPATH": os.pathsep.join(
-        [str(work / "mutants" / "book"), str(work / "book"),
+        [str(work / "mutants" / "src"), str(work / "mutants" / "book"), str(work / "book"),
          *filter(None, [os.environ.get("PYTHONPATH")])])}
-    subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs)],
-                   cwd=work, env=env, check=True, stdout=subprocess.DEVNULL)
-    meta = json.loads((work / "mutants" / f"{target}.meta").read_text())["exit_code_by_key"]
+    run = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs)],
+                         cwd=work, env=env, capture_output=True, text=True)
+    # mutmut stops (exit 1) when no selected test reaches any mutant: each is then one
+    # that no test reaches, not a failed run
+    untested = NO_TEST_STOP in run.stdout
+    if run.returncode and not untested:
+        sys.stderr.write(run.stdout[-4000:] + run.stderr[-4000:])
+        run.check_returncode()
+    meta = json.loads((work / "mutants" / f"{mutated}.meta").read_text())["exit_code_by_key"]
     found = []
     for name, code in sorted(meta.items()):
-        status = MUTMUT_STATUS.get(code, f"exit {code}")
+        status = NO_TESTS if untested else MUTMUT_STATUS.get(code, f"exit {code}")
         diff = ""
         if status != KILLED:
             diff = subprocess.run([sys.executable, "-m", "mutmut", "show", name], cwd=work,
