@@ -199,6 +199,7 @@ def test_each_shared_case_gets_its_kind_of_note(case):
         assert note is None
     else:
         assert note and FIXTURE["kinds"][case["expect"]] in note, note
+        assert note == case["says"]                     # the note, word for word
 
 
 def test_the_cross_attention_is_the_models_over_source_and_translation():
@@ -226,8 +227,8 @@ def test_the_doubt_benchmark_counts_the_flagged_lines_and_reads_the_attention_as
     for c in with_cross:
         o = c["options"]
         item = {"source_ids": c["ids"], "translation": c["text"], "pieces": c["pieces"],
-                "source": o["source"], "source_pieces": o["source_pieces"],
-                "coverage": coverage(o["cross"], len(o["source_pieces"]))}
+                "source": o["source"], "source_pieces": o.get("source_pieces", []),
+                "coverage": coverage(o["cross"], len(o.get("source_pieces", [])))}
         assert note(item, FIXTURE["unk"]) == doubt(c["ids"], FIXTURE["unk"], c["text"], c["pieces"], **o)
     line = lambda source, translation, label: {  # noqa: E731
         "origin": source, "source": source, "translation": translation, "label": label,

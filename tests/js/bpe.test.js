@@ -37,3 +37,33 @@ test("decodes as SentencePiece: pieces joined, word marks as spaces, <unk> as �
   assert.equal(bpe.decode([12, 4, 6, 3, 10], [0, 1, 2]), "ab b ⁇  a");
   assert.equal(bpe.decode([1, 10, 2], [0, 1, 2]), "a");
 });
+
+test("the special pieces are never matched in text", () => {
+  // "<s>" is a piece, but a control one: the text "<s>" merges to "<s" and ">" only
+  const pieces = ["<pad>", "<s>", "</s>", "<unk>", "▁", "<", "s", ">", "<s"];
+  const special = new BPE(pieces, [0, 0, 0, 0, -1, -2, -3, -4, -1.5], [0, 1, 2, 3], 3);
+  assert.deepEqual(special.encode("<s>"), [4, 8, 7]);
+});
+
+test("a run of unknown characters is one <unk> from the sentence's first symbol on", () => {
+  // a vocabulary without "▁": the word mark, the emoji and the next mark are one <unk>
+  const bare = new BPE(["<pad>", "<s>", "</s>", "<unk>", "a"], [0, 0, 0, 0, -1], [0, 1, 2, 3], 3);
+  assert.deepEqual(bare.pieces_of("🙂🙂 a"), ["▁🙂🙂▁", "a"]);
+  assert.deepEqual(bare.encode("🙂🙂 a"), [3, 4]);
+});
+
+test("white space the normaliser folds: no-break, zero-width, byte-order mark", () => {
+  assert.deepEqual(pieces("a\u200bb"), ["▁a", "▁", "b"]);
+  assert.deepEqual(pieces("\ufeffab"), ["▁ab"]);
+});
+
+test("decodes a first piece that starts no word as it is", () => {
+  assert.equal(bpe.decode([11, 4, 5], [0, 1, 2]), "ab a");
+});
+
+test("a pair is two symbols of the text: none is paired with what lies past its end", () => {
+  // "aundefined" is a piece (a learnt word could end so): "a", last, stays alone
+  const odd = new BPE(["<pad>", "<s>", "</s>", "<unk>", "▁", "a", "aundefined"],
+                      [0, 0, 0, 0, -1, -2, -0.5], [0, 1, 2, 3], 3);
+  assert.deepEqual(odd.pieces_of("a"), ["▁", "a"]);
+});

@@ -4,7 +4,7 @@
 import {test} from "node:test";
 import assert from "node:assert/strict";
 import {readFileSync} from "node:fs";
-import {doubt} from "../../book/_ext/static/translator/doubt.js";
+import {doubt, numbers} from "../../book/_ext/static/translator/doubt.js";
 
 const fixture = JSON.parse(readFileSync(new URL("fixtures/doubt.json", import.meta.url)));
 const UNK = fixture.unk;
@@ -16,7 +16,10 @@ for (const c of fixture.cases) {
     const note = doubt(c.ids, UNK, c.text, c.pieces,
                        {source: o.source, sourcePieces: o.source_pieces, cross: o.cross});
     if (c.expect === null) assert.equal(note, null);
-    else assert.ok(note && note.includes(fixture.kinds[c.expect]), note);
+    else {
+      assert.ok(note && note.includes(fixture.kinds[c.expect]), note);
+      assert.equal(note, c.says);                   // the package's note, word for word
+    }
   });
 }
 
@@ -54,4 +57,21 @@ test("the number, the name and the unread word are named", () => {
   assert.match(run(by("brother hardly read, the heads averaged")), /"brother"/);
   assert.match(run(by("weight on the end of the source reads no word")), /"sings"/);
   assert.match(run(by("a word of four letters counts")), /"runs"/);
+});
+
+test("numbers: each run of digits, and each number word of the table, compounds by parts", () => {
+  const table = {two: 2, twenty: 20};
+  assert.deepEqual(numbers("I saw 12 dogs and twenty-two cats.", table),
+                   [["12", 12], ["twenty-two", 20], ["twenty-two", 2]]);
+  assert.deepEqual(numbers("no number here", table), []);
+  // "und" joins a compound only before a letter or digit
+  assert.deepEqual(numbers("zweiunddrei zweiund) drei", {zwei: 2, drei: 3}),
+                   [["zweiunddrei", 2], ["zweiunddrei", 3], ["drei", 3]]);
+});
+
+test("numbers: a word that begins with a number word counts as the longest, with prefix only", () => {
+  const table = {achtzehn: 18, acht: 8};
+  assert.deepEqual(numbers("achtzehnmal", table, true), [["achtzehnmal", 18]]);
+  assert.deepEqual(numbers("achtmal", table, true), [["achtmal", 8]]);
+  assert.deepEqual(numbers("achtzehnmal", table), []);
 });

@@ -64,3 +64,48 @@ test("the doubt note reads the translation's encoder-decoder attention", async (
   assert.match(result.greedy.doubt || "", /the attention hardly read "hours"/);
   assert.ok(result.maps.greedy.maps["decoder.cross"], "the maps go to the page too");
 });
+
+test("the source ids: the text's pieces and EOS, or an Error for empty or long text", () => {
+  const model = standIn([]);
+  assert.deepEqual(model.sourceIds("two"), [ID["▁two"], ID["</s>"]]);
+  assert.throws(() => model.sourceIds("   "), /the box is empty/);
+  // max_len 32: 31 pieces and EOS fit, 32 do not
+  assert.equal(model.sourceIds(Array(31).fill("two").join(" ")).length, 32);
+  assert.throws(() => model.sourceIds(Array(32).fill("two").join(" ")),
+                {message: "this text is 32 tokens long: the model's positional table holds 31 plus " +
+                          "the end-of-sentence token; shorten it"});
+});
+
+test("pieces as the maps name them, and the text of ids", () => {
+  const model = standIn([]);
+  assert.equal(model.piece(ID["<s>"]), "\u27e8s\u27e9");
+  assert.equal(model.piece(ID["</s>"]), "\u27e8/s\u27e9");
+  assert.equal(model.piece(ID["▁two"]), "▁two");
+  assert.equal(model.detokenize([ID["<s>"], ID["▁zwei"], ID["▁Stunden"], ID["</s>"], ID["<pad>"]]),
+               "zwei Stunden");
+});
+
+test("what the page shows of the model", () => {
+  const model = standIn([]);
+  assert.deepEqual(model.info(), {cfg: model.cfg, ids: {pad: 0, bos: 1, eos: 2, unk: 3}, bytes: 0,
+                                  own: false, decoding: {beam_size: 2, alpha: 0.6, max_extra: 5},
+                                  weights: "fp32"});
+});
+
+test("translate reports each search's steps and gives both translations", async () => {
+  const steps = [];
+  const result = await standIn([ID["▁zwei"], ID["▁Stunden"]]).translate("two hours",
+    async (name, ids) => { steps.push([name, ids]); });
+  assert.deepEqual(result.greedy.ids, [ID["▁zwei"], ID["▁Stunden"]]);
+  assert.deepEqual(result.beam.ids, [ID["▁zwei"], ID["▁Stunden"]]);
+  assert.equal(result.beam.text, "zwei Stunden");
+  assert.deepEqual(steps.filter(([name]) => name === "greedy"), [["greedy", [ID["▁zwei"]]], ["greedy", [ID["▁zwei"], ID["▁Stunden"]]]]);
+  assert.ok(steps.some(([name]) => name === "beam"));
+});
+
+test("load names what the page lacks", async () => {
+  await assert.rejects(BrowserModel.load({files: null}), {
+    message: "this page lacks the list of the model's files (data-files): the book was built " +
+             "without the exported model"});
+  await assert.rejects(BrowserModel.load({files: {model: {}}}), /lacks the list/);
+});
