@@ -331,8 +331,12 @@ def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int | Non
     if not spm.exists():
         write_output(spm, train_tokenizer(load_split(probe, "train"), probe).serialized())
     vocabulary = vocabulary_fingerprint(spm.read_bytes())
-    # the table's vocabulary (a file of an older table holds it as spm_sha256)
-    recorded = provenance.pop("spm_sha256", None) or provenance.get("vocabulary", vocabulary)
+    recorded = provenance.get("vocabulary", vocabulary)     # the table's vocabulary
+    try:
+        vocabulary_fingerprint(recorded if isinstance(recorded, str) else "")
+    except ValueError:
+        raise TrainingError(f"{results.path}: its provenance's 'vocabulary' is {recorded!r}, "
+                            f"not a fingerprint (sha256:<hex>)") from None
     if not same_vocabulary(recorded, vocabulary):           # a copied file, a retrained BPE
         raise TrainingError(f"{spm} is not the vocabulary of the rows in {results.path} "
                             f"({vocabulary[:19]}..., the file's {recorded[:19]}...): use "
