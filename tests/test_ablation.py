@@ -181,3 +181,11 @@ def test_base_seeds_jobs_and_a_time_budget_that_stops_between_rows(corpus, tmp_p
     (out / "spm.model").write_bytes((out / "spm.model").read_bytes() + b"x")
     with pytest.raises(TrainingError, match="is not the vocabulary of the rows"):
         run_table(rows, out, updates=2, base_seeds=2, **settings)
+    # and a recorded vocabulary that is not a fingerprint (the bare hex) is named, in a line
+    written = json.loads((out / "results.json").read_text())
+    written["provenance"]["vocabulary"] = written["provenance"]["vocabulary"][len("sha256:"):]
+    (out / "results.json").write_text(json.dumps(written))
+    with pytest.raises(TrainingError, match=r"results\.json: its provenance's 'vocabulary' is "
+                                            r"'[0-9a-f]{64}', not a fingerprint") as refused:
+        run_table(rows, out, updates=2, base_seeds=2, **settings)
+    assert "\n" not in str(refused.value)

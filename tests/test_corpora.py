@@ -283,12 +283,16 @@ def test_a_blank_data_root_setting_counts_as_unset(tmp_path, monkeypatch):
     assert listing(tmp_path) == ["home"]                 # no folder named " " here
 
 
-def test_a_killed_fetchs_hidden_folder_is_removed_by_a_later_fetch(tmp_path):
-    old, recent = tmp_path / ".tatoeba-en-de.fetching-old", tmp_path / ".tatoeba-en-de.fetching-new"
-    for folder in (old, recent):
+def test_a_killed_fetchs_temporary_folder_is_removed_by_a_later_fetch(tmp_path):
+    import fcntl
+    killed, running = (tmp_path / f".tatoeba-en-de.{tag}.tmp" for tag in ("0dead0", "0live0"))
+    for folder in (killed, running):
         folder.mkdir()
         (folder / "train.src.gz").write_bytes(b"half a file")
-    two_hours_ago = os.path.getmtime(old) - 7200
-    os.utime(old, (two_hours_ago, two_hours_ago))
-    fetch("tatoeba-en-de", tmp_path)
-    assert listing(tmp_path) == [recent.name, "tatoeba-en-de"]   # another fetch may own it
+    held = os.open(running, os.O_RDONLY)              # its writer still runs: it holds it
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        fetch("tatoeba-en-de", tmp_path)
+        assert listing(tmp_path) == [running.name, "tatoeba-en-de"]
+    finally:
+        os.close(held)

@@ -238,3 +238,42 @@ def test_a_damaged_file_of_the_same_size_is_refused(tmp_path):
     with pytest.raises(ExportError, match=f"{weights}.*checksum"):
         read_manifest(tmp_path)
     read_manifest(tmp_path, check=False)                            # unchecked: read as asked
+
+
+
+def _code_of_revision(rev, served):
+    """benchmarks/book/browser_speed.py's code_of_revision, keeping the warning filters that
+    the Sphinx extension it reads sets."""
+    import warnings
+    from benchmarks.book.browser_speed import code_of_revision
+    with warnings.catch_warnings():
+        code_of_revision(rev, served)
+
+
+def test_the_speed_benchmark_serves_the_page_modules_of_a_revision_and_refuses_older_code(
+        tmp_path):
+    """benchmarks/book/browser_speed.py's ``--code-from REV``: the page's modules (lib/ and
+    translator/) as committed at REV replace this tree's; a revision from before the page's
+    ES modules (classic scripts) is refused in one line naming it."""
+    from pathlib import Path
+    from benchmarks.book.browser_speed import REPO
+    served = tmp_path / "book"
+    (served / "translator").mkdir(parents=True)
+    (served / "translator" / "stale.js").write_text("// this tree's, not the revision's\n")
+    _code_of_revision("HEAD", served)
+    committed = subprocess.run(["git", "ls-tree", "-r", "--name-only", "HEAD",
+                                "book/_ext/static/lib", "book/_ext/static/translator"],
+                               cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    assert committed and sorted(p.relative_to(served).as_posix() for p in served.rglob("*")
+                                if p.is_file()) == sorted(
+        Path(name).relative_to("book/_ext/static").as_posix() for name in committed)
+    widget = subprocess.run(["git", "show", "HEAD:book/_ext/static/translator/widget.js"],
+                            cwd=REPO, capture_output=True, check=True).stdout
+    assert (served / "translator" / "widget.js").read_bytes() == widget
+    classic = subprocess.run(["git", "log", "--format=%H", "-1", "--diff-filter=D", "--",
+                              "book/_ext/static/translator.js"], cwd=REPO, capture_output=True,
+                             text=True, check=True).stdout.strip()
+    with pytest.raises(SystemExit, match=r"^--code-from \w+\^: that revision has no "
+                                         r"book/_ext/static/translator/widget.js") as refused:
+        _code_of_revision(classic + "^", served)
+    assert "\n" not in str(refused.value)

@@ -35,6 +35,7 @@ from transformer.model import Transformer
 # the book's extensions import each other by name from book/_ext, as Sphinx loads them
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
 import page_training  # noqa: E402  (the panel's extension: what the panel downloads)
+import plotly_static  # noqa: E402  (whether a page loads the figures' modules)
 
 PAGE = "book/04_multi_head.html"
 LETTERS = "abcdefghij"
@@ -86,7 +87,9 @@ def parity(panel, base_url):
 def test_nothing_is_downloaded_until_the_panel_is_opened(open_page, site_dir, base_url):
     opened = open_page(PAGE)
     opened.page.wait_for_timeout(1500)
-    listed = page_training.download_list(site_dir / "_static")
+    # the modules the page's figures loaded already are not downloaded again
+    figures = plotly_static.has_figures((site_dir / PAGE).read_text(encoding="utf-8"))
+    listed = page_training.download_list(site_dir / "_static", figures=figures)
     tfjs = {name for name, f in listed["tfjs"].items() if f["part"] != "wasm"}   # SIMD
     fetched = [u for u in opened.requests if "/_static/tfjs/" in u or "/training/panel" in u
                or "/training/worker" in u]

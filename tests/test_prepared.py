@@ -222,7 +222,7 @@ def test_a_damaged_prepared_folder_is_named(tmp_path):
     corpus = synthetic_corpus(tmp_path / "corpus", pairs=50)
     out = prepare_corpus(toy_settings(corpus, tmp_path / "x"), tmp_path / "prepared", workers=1,
                          log=lambda line: None)
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".prepared.tmp")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus", "prepared"]   # no temporary
     with open(out / "train.de.ids", "ab") as f:
         f.write(b"\0\0")
     with pytest.raises(ValueError, match=r"train.de.ids has [\d,]+ bytes; prepared.json says"):
@@ -235,9 +235,10 @@ def test_a_damaged_prepared_folder_is_named(tmp_path):
         prepare_corpus(toy_settings(corpus, tmp_path / "x"), corpus, log=lambda line: None)
 
 
-def test_a_folder_prepared_with_the_bare_hex_fingerprint_still_loads_and_is_reused(tmp_path):
-    # prepared.json recorded the vocabulary as tokenizer_sha256, the bare hex; the one
-    # fingerprint (sha256:<hex>, tokenizer.same_vocabulary) reads both spellings
+def test_a_folder_whose_vocabulary_is_not_a_fingerprint_is_refused_in_one_line(tmp_path):
+    # the manifest's vocabulary is sha256:<hex> (tokenizer.vocabulary_fingerprint); the bare
+    # hex, another key or a broken value is refused naming the file and the field
+    from transformer.errors import InputError
     from transformer.tokenizer import Tokenizer, same_vocabulary
     corpus = synthetic_corpus(tmp_path / "corpus", pairs=50)
     cfg = toy_settings(corpus, tmp_path / "x")
@@ -246,19 +247,29 @@ def test_a_folder_prepared_with_the_bare_hex_fingerprint_still_loads_and_is_reus
     vocabulary = manifest.pop("vocabulary")
     assert vocabulary.startswith("sha256:") and same_vocabulary(
         vocabulary, (out / "spm.model").read_bytes())
-    manifest["tokenizer_sha256"] = vocabulary.removeprefix("sha256:")
-    (out / "prepared.json").write_text(json.dumps(manifest))
+    original = {**manifest, "vocabulary": vocabulary}
     tokenizer = PreparedCorpus(out).tokenizer()
     assert tokenizer.fingerprint == vocabulary
+    for spelling in ({"vocabulary": vocabulary.removeprefix("sha256:")},
+                     {"tokenizer_sha256": vocabulary.removeprefix("sha256:")},
+                     {"vocabulary": None}):
+        (out / "prepared.json").write_text(json.dumps({**manifest, **spelling}))
+        with pytest.raises(InputError, match=r"^\S*prepared\.json: its 'vocabulary' is .*, "
+                                             r"not a fingerprint \(sha256:<hex>\)$") as caught:
+            PreparedCorpus(out).tokenizer()
+        assert "\n" not in str(caught.value)
     given = prepare_corpus(cfg, tmp_path / "given", workers=1, tokenizer=tokenizer,
                            log=lambda line: None)
+    said = []
+    assert prepare_corpus(cfg, given, workers=1, tokenizer=tokenizer, log=said.append) == given
+    assert said and "prepared with these settings already" in said[0]
     settings = json.loads((given / "prepared.json").read_text())["settings"]
     settings["tokenizer"] = settings["tokenizer"].removeprefix("sha256:")   # the bare hex
     manifest = json.loads((given / "prepared.json").read_text())
     (given / "prepared.json").write_text(json.dumps({**manifest, "settings": settings}))
-    said = []
-    assert prepare_corpus(cfg, given, workers=1, tokenizer=tokenizer, log=said.append) == given
-    assert said and "prepared with these settings already" in said[0]
+    with pytest.raises(InputError, match=r"prepared with other settings \(tokenizer: "):
+        prepare_corpus(cfg, given, workers=1, tokenizer=tokenizer, log=lambda line: None)
+    (out / "prepared.json").write_text(json.dumps(original))
     other = Tokenizer.train(["zebra quokka"] * 20, tmp_path / "other.model", vocab_size=20)
     (out / "spm.model").write_bytes(other.serialized())
     with pytest.raises(ValueError, match="is not the vocabulary the ids in .* were encoded"):

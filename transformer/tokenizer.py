@@ -29,7 +29,7 @@ from .config import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from .errors import InputError
 from .output import write_output
 
-_HEX = re.compile(r"^[0-9a-f]{64}$")
+_FINGERPRINT = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
 class Tokenizer:
@@ -163,13 +163,12 @@ class Tokenizer:
 def vocabulary_fingerprint(vocabulary: "Tokenizer | bytes | str") -> str:
     """``sha256:`` and the SHA-256 of a serialized SentencePiece model: of a
     :class:`Tokenizer`, of the model's bytes (an ``spm.model`` file's), or a fingerprint
-    already recorded (``sha256:<hex>``, or the bare hex that prepared corpora and tables
-    recorded before), given back in this spelling. ValueError for a string that is none."""
+    already recorded (``sha256:<hex>``), given back as it is. ValueError for a string that
+    is none."""
     if isinstance(vocabulary, str):
-        digest = vocabulary.removeprefix("sha256:")
-        if not _HEX.match(digest):
+        if not _FINGERPRINT.match(vocabulary):
             raise InputError(f"{vocabulary!r} is not a vocabulary fingerprint (sha256:<hex>)")
-        return "sha256:" + digest
+        return vocabulary
     model = vocabulary.serialized() if isinstance(vocabulary, Tokenizer) else bytes(vocabulary)
     return "sha256:" + hashlib.sha256(model).hexdigest()
 

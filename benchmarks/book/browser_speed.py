@@ -18,11 +18,13 @@ included) and through ``transformer.translation.translate`` in this process (tor
 provenance.
 
     python -m benchmarks.book.browser_speed --label after --record book/results/browser_speed.json
-    python -m benchmarks.book.browser_speed --code-from ec7b39e --weights fp32 --label before \\
+    python -m benchmarks.book.browser_speed --code-from REV --weights fp32 --label before \\
         --checkpoint OLD/average.pt --record book/results/browser_speed.json
 
-``--code-from REV`` serves the page's code as it was at git revision ``REV`` (the
-"before" of issue #35: fp32 weights, the search on the page's main thread). Without
+``--code-from REV`` serves the page's code (its ES modules, ``book/_ext/static/lib`` and
+``translator/``) as it was at git revision ``REV``; a revision from before those modules
+is refused. (The record's "before", the page's code of ec7b39e, was measured by this
+script as it was at the commit its provenance names.) Without
 ``--checkpoint`` it takes the book's model (chapter 7's cached run; trained first if the
 cache lacks it).
 """
@@ -112,6 +114,30 @@ def responsiveness(browser, page, control_url: str, sentences: list[str]) -> dic
     return figures
 
 
+def code_of_revision(rev: str, served: Path) -> None:
+    """The page's modules (``book/_ext/static/lib`` and ``translator/``) of git revision
+    ``rev`` in place of this tree's under ``served``; SystemExit, in one line, for a
+    revision that has no such modules."""
+    import io
+    import tarfile
+    folders = [f"book/_ext/static/{name}" for name in ("lib", "translator")]
+    entry = f"book/_ext/static/{page_build().ENTRY}"
+    if subprocess.run(["git", "cat-file", "-e", f"{rev}:{entry}"], cwd=REPO,
+                      capture_output=True).returncode:
+        raise SystemExit(f"--code-from {rev}: that revision has no {entry} (the page's "
+                         f"code before its ES modules), which this benchmark does not serve")
+    archive = subprocess.run(["git", "archive", "--format=tar", rev, *folders], cwd=REPO,
+                             capture_output=True, check=True).stdout
+    for name in ("lib", "translator"):
+        shutil.rmtree(served / name, ignore_errors=True)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        for member in tar.getmembers():
+            if member.isfile():
+                target = served / Path(member.name).relative_to("book/_ext/static")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(tar.extractfile(member).read())
+
+
 def stage(checkpoint: Path, root: Path, weights: str, code_from: str | None = None) -> dict:
     """The page, its code, the runtime and the model, as the book's build lays them out;
     ``code_from``: the page's code (book/_ext/static) of that git revision instead."""
@@ -122,25 +148,12 @@ def stage(checkpoint: Path, root: Path, weights: str, code_from: str | None = No
     if not build.copy_page_files(REPO, static):
         raise SystemExit("no onnxruntime-web: needs npm (or ORT_WEB_DIR)")
     if code_from:
-        for name in ("bpe.js", "browser_model.js", "translator.js", "translator.css"):
-            (static / name).unlink(missing_ok=True)
-            old = subprocess.run(["git", "show", f"{code_from}:book/_ext/static/{name}"],
-                                 cwd=REPO, capture_output=True)
-            if old.returncode == 0:
-                (static / name).write_bytes(old.stdout)
+        code_of_revision(code_from, static / "book")
     shutil.copy2(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", static)
     export_checkpoint(checkpoint, static / "model", weights=weights)
     files = build.download_list(static)
-    # the scripts the page loads: the widget's module (earlier revisions: classic scripts)
-    entry = getattr(build, "ENTRY", None)
-    if entry and (static / "book" / entry).is_file():
-        scripts = f'<script type="module" src="../_static/book/{entry}"></script>'
-        style = "book/translator/translator.css"
-    else:
-        scripts = "".join(f'<script src="../_static/{name}"{" defer" * (name == "translator.js")}>'
-                          f"</script>" for name in ("bpe.js", "browser_model.js", "translator.js")
-                          if (static / name).is_file())
-        style = "translator.css"
+    scripts = f'<script type="module" src="../_static/book/{build.ENTRY}"></script>'
+    style = "book/translator/translator.css"
     (root / "book").mkdir()
     page = PAGE.format(scripts=scripts, style=style, attributes=build.widget_attributes(files))
     (root / "book" / "page.html").write_text(page)

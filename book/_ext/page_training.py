@@ -71,14 +71,16 @@ def copy_panel_files(srcdir: Path, static: Path) -> bool:
     return True
 
 
-def download_list(static: Path) -> dict:
+def download_list(static: Path, figures: bool = False) -> dict:
     """What the panel downloads: ``{"tfjs": {name: {"bytes", "sha256", "part"}}, "code":
     {...}}``, the code being what pressing the button fetches: the panel's modules the
-    page's loader has not loaded, its stylesheet, and its worker's modules (the worker
-    loads its own). Of the two WebAssembly modules a browser fetches one (SIMD where it has
-    it)."""
+    page has not loaded (its loader's, and with ``figures`` the figures' modules, which a
+    page with figures loads: ``plotly_static.has_figures``), its stylesheet, and its
+    worker's modules (the worker loads its own). Of the two WebAssembly modules a browser
+    fetches one (SIMD where it has it)."""
     from page_code import code_entries, module_graph
-    loaded = set(module_graph(LOADER))
+    from plotly_static import FIGURES_ENTRY
+    loaded = set(module_graph(LOADER)) | set(module_graph(FIGURES_ENTRY) if figures else ())
     page = [m for m in module_graph(PANEL_ENTRY) if m not in loaded] + [STYLE]
     return {"tfjs": {name: _entry(static / "tfjs" / name, part)
                      for files in TFJS_FILES.values() for part, name in files.items()
@@ -110,7 +112,8 @@ def _page(app, pagename, templatename, context, doctree) -> None:
     body = context.get("body", "")
     if PANEL not in body:
         return
-    files = download_list(Path(app.outdir).parent / STAGE)
+    from plotly_static import has_figures
+    files = download_list(Path(app.outdir).parent / STAGE, figures=has_figures(body))
     app.add_js_file(f"book/{LOADER}", type="module")
     static = context["pathto"]("_static/", 1)
     attributes = (f'data-static="{html.escape(static)}" data-bytes="{download_bytes(files)}" '

@@ -85,6 +85,13 @@ def _stage(app, config) -> None:
 
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
+FIGURES_ENTRY = "figures/figures.js"     # the figures' module, under static/
+
+
+def has_figures(body: str) -> bool:
+    """Whether a page's ``body`` holds a plotly figure: it loads plotly.js and
+    :data:`FIGURES_ENTRY`."""
+    return "plotly-graph-div" in body
 
 
 def _quiet_plotly_mime() -> None:
@@ -107,13 +114,13 @@ def _quiet_plotly_mime() -> None:
 def _page_scripts(app, pagename, templatename, context, doctree) -> None:
     """plotly.js on pages with figures only; drop scripts that appear twice (sphinx-thebe
     adds its ``const THEBE_JS_URL`` block twice with launch buttons: a console error)."""
-    if "plotly-graph-div" in context.get("body", ""):
+    if has_figures(context.get("body", "")):
         # Deferred: the page's text paints first; the figures' inline scripts wait for
         # DOMContentLoaded (transformer_book.site.after_page_load), which comes after it.
         app.add_js_file("plotly.min.js", priority=100, defer="defer")
         # attentionBook.newPlot: each figure's layout fitted to a phone's width (a module:
         # it runs after plotly.js, deferred too, and before DOMContentLoaded)
-        app.add_js_file("book/figures/figures.js", priority=101, type="module")
+        app.add_js_file(f"book/{FIGURES_ENTRY}", priority=101, type="module")
     scripts = context.get("script_files")
     if scripts:
         seen, unique = set(), []

@@ -24,7 +24,6 @@ import http.client
 import os
 import shutil
 import sys
-import time
 import urllib.error
 import urllib.request
 import zlib
@@ -125,7 +124,7 @@ def fetch(name: str, root: str | os.PathLike | None = None, url: str | None = No
     root = data_dir(root)
     folder = root / name
     if root.is_dir():
-        _remove_leftovers(root, name)
+        remove_leftovers(root, name)             # what a killed fetch left, unheld
     if folder.exists():
         return _checked(name, folder)
     source = c.source(url)
@@ -168,16 +167,3 @@ def _checked(name: str, folder: Path) -> Path:
                          f"{', '.join(wrong)} missing or different; move the folder "
                          f"away and fetch again")
     return folder
-
-
-def _remove_leftovers(root: Path, name: str) -> None:
-    """Remove what fetches of ``name`` that were killed left in ``root``: the writer's
-    temporaries no process holds, and the hidden folders of the naming used before the
-    fetch wrote through :mod:`transformer.output`, once an hour old (no lock tells
-    whether their writer still runs)."""
-    remove_leftovers(root, name)
-    for stale in root.glob(f".{name}.fetching-*"):
-        if time.time() - stale.stat().st_mtime > 3600:
-            shutil.rmtree(stale, ignore_errors=True)
-
-

@@ -311,32 +311,73 @@ def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int | Non
     out = Path(out_dir)
     results = ResultsFile(out / "results.json")
     data = results.read()
-    shared = {**budget_train(budget), **{k: v for k, v in settings.items()
-                                         if k not in ("threads", "data_root", "device")},
-              "updates": updates, **_search_settings(search),
-              "bleu_sentences": bleu_sentences}
-    if BUDGETS[budget].model:
-        shared["model"] = dict(BUDGETS[budget].model)
-    # the precision the rows train in here (auto: bf16 or fp32 by CPU, bf16 on a GPU), so
-    # that a table is never resumed in another one
     device = resolve_device(settings.get("device", "auto"))
-    shared["precision"] = resolve_precision(shared["precision"], device)
+    shared = _shared_settings(budget, settings, updates, search, bleu_sentences, device)
     probe = row_config(ROWS[0], out, seed=seed, updates=updates, budget=budget,
                        **settings)                                       # checks values
     provenance = data["provenance"]
     if provenance and provenance.get("shared") != shared:
         raise TrainingError(f"{results.path} holds a table with other shared settings "
                             f"({json.dumps(provenance.get('shared'))}); use another --out folder")
-    spm = out / "spm.model"                   # one vocabulary for every row
+    spm, vocabulary = _table_vocabulary(out, probe, provenance, results)
+    data["provenance"] = _provenance(provenance, shared=shared, budget=budget,
+                                     vocabulary=vocabulary, command=command, device=device,
+                                     settings=settings, jobs=jobs)
+    results.write(data)
+    todo = [(ROW_BY_NAME["base"], seed + i) for i in range(base_seeds)] + \
+        [(row, seed) for row in paper_first(rows) if row.name != "base"]
+    _train_rows(todo, data, results, log, started=started, jobs=jobs,
+                time_budget_s=time_budget_s,
+                config=lambda row, row_seed: row_config(row, out, seed=row_seed,
+                                                        updates=updates, budget=budget,
+                                                        **settings),
+                start=lambda row, cfg: start_row_apart(row, cfg, spm, search=search,
+                                                       bleu_sentences=bleu_sentences))
+    return results.read()
+
+
+def _shared_settings(budget: str, settings: dict, updates: int, search: Search,
+                     bleu_sentences: int, device) -> dict:
+    """What every row of a table shares and a resumed table must match: the budget's
+    settings, the command's (but where it runs), the updates, the search and the precision
+    the rows train in here (auto: bf16 or fp32 by CPU, bf16 on a GPU), so that a table is
+    never resumed in another one."""
+    shared = {**budget_train(budget), **{k: v for k, v in settings.items()
+                                         if k not in ("threads", "data_root", "device")},
+              "updates": updates, **_search_settings(search),
+              "bleu_sentences": bleu_sentences}
+    if BUDGETS[budget].model:
+        shared["model"] = dict(BUDGETS[budget].model)
+    shared["precision"] = resolve_precision(shared["precision"], device)
+    return shared
+
+
+def _table_vocabulary(out: Path, probe: TrainConfig, provenance: dict,
+                      results: ResultsFile) -> tuple[Path, str]:
+    """The table's one vocabulary, ``out/spm.model`` (trained on the first call, so that
+    the rows' perplexities compare), and its fingerprint, which must be the one the
+    results file records."""
+    spm = out / "spm.model"
     if not spm.exists():
         write_output(spm, train_tokenizer(load_split(probe, "train"), probe).serialized())
     vocabulary = vocabulary_fingerprint(spm.read_bytes())
-    # the table's vocabulary (a file of an older table holds it as spm_sha256)
-    recorded = provenance.pop("spm_sha256", None) or provenance.get("vocabulary", vocabulary)
+    recorded = provenance.get("vocabulary", vocabulary)     # the table's vocabulary
+    try:
+        vocabulary_fingerprint(recorded if isinstance(recorded, str) else "")
+    except ValueError:
+        raise TrainingError(f"{results.path}: its provenance's 'vocabulary' is {recorded!r}, "
+                            f"not a fingerprint (sha256:<hex>)") from None
     if not same_vocabulary(recorded, vocabulary):           # a copied file, a retrained BPE
         raise TrainingError(f"{spm} is not the vocabulary of the rows in {results.path} "
                             f"({vocabulary[:19]}..., the file's {recorded[:19]}...): use "
                             f"another --out folder")
+    return spm, vocabulary
+
+
+def _provenance(provenance: dict, *, shared: dict, budget: str, vocabulary: str,
+                command: str | None, device, settings: dict, jobs: int) -> dict:
+    """The results file's ``provenance`` with this call's: its settings, its command
+    added to the table's, and the machine (each row records its own commit)."""
     here = {k: v for k, v in machine_provenance(command, device).items()
             if k not in ("commit", "command", "date")}     # each row has its commit
     provenance.update({
@@ -350,10 +391,15 @@ def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int | Non
     })
     if jobs > 1:
         provenance["jobs"] = jobs      # rows trained at once: their tokens/s are shared
-    data["provenance"] = provenance
-    results.write(data)
-    todo = [(ROW_BY_NAME["base"], seed + i) for i in range(base_seeds)] + \
-        [(row, seed) for row in paper_first(rows) if row.name != "base"]
+    return provenance
+
+
+def _train_rows(todo: list, data: dict, results: ResultsFile, log, *, started: float,
+                jobs: int, time_budget_s: float, config, start) -> None:
+    """Train the ``todo`` rows (row, seed) the results file does not hold, ``jobs`` at
+    once, each added to it as it ends; with ``time_budget_s``, no row starts that would
+    end after it (by the longest row so far). ``config(row, seed)``: its TrainConfig;
+    ``start(row, cfg)``: its process (:func:`start_row_apart`)."""
     running, longest = {}, 0.0
     for row, row_seed in todo:
         if done(data, row, row_seed):
@@ -367,14 +413,11 @@ def run_table(rows: list[Row], out_dir: str | os.PathLike, *, updates: int | Non
                 f"row takes up to {longest / 60:.1f} min (budget {time_budget_s / 60:.1f} "
                 f"min); the same command goes on from here")
             break
-        cfg = row_config(row, out, seed=row_seed, updates=updates, budget=budget, **settings)
+        cfg = config(row, row_seed)
         log(f"{row.name} seed {row_seed}: {row.label} ...")
-        running[start_row_apart(row, cfg, spm, search=search,
-                                bleu_sentences=bleu_sentences)] = (row, row_seed,
-                                                                   time.monotonic())
+        running[start(row, cfg)] = (row, row_seed, time.monotonic())
     while running:
         data, longest = _collect(running, results, log, longest)
-    return results.read()
 
 
 def _search_settings(search: Search) -> dict:

@@ -61,9 +61,8 @@ def is_prepared(folder: str | os.PathLike) -> bool:
 
 
 def recorded_is(recorded, vocabulary) -> bool:
-    """Whether ``recorded`` (a manifest's entry) is the fingerprint of ``vocabulary``, in
-    either spelling (a folder prepared before the fingerprint had its prefix holds the
-    bare hex); anything else is not."""
+    """Whether ``recorded`` (a manifest's entry) is the fingerprint of ``vocabulary``
+    (``sha256:<hex>``); anything else is not."""
     try:
         return isinstance(recorded, str) and same_vocabulary(recorded, vocabulary)
     except ValueError:
@@ -147,7 +146,10 @@ class PreparedCorpus:
         path = self.folder / VOCABULARY
         if not path.is_file():
             raise FileNotFoundError(f"{path} is missing: the prepared corpus is incomplete")
-        recorded = self.manifest.get("vocabulary", self.manifest.get("tokenizer_sha256"))
+        recorded = self.manifest.get("vocabulary")
+        if not recorded_is(recorded, recorded):          # not a fingerprint at all
+            raise InputError(f"{self.folder / MANIFEST}: its 'vocabulary' is {recorded!r}, "
+                             f"not a fingerprint (sha256:<hex>)")
         if not recorded_is(recorded, path.read_bytes()):
             raise InputError(f"{path} is not the vocabulary the ids in {self.folder} were "
                              f"encoded with (its fingerprint differs from {MANIFEST}'s)")

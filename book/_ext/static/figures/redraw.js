@@ -5,6 +5,7 @@
  * keeping the reader's slider steps and menu options. After every draw the texts are
  * tidied (tidy.js). */
 import {PHONE_PX} from "../lib/phone.js";
+import {followWidth} from "../lib/resize.js";
 import {phoneLayout} from "../lib/phone_layout.js";
 import {tidy} from "./tidy.js";
 
@@ -136,12 +137,6 @@ function follow(gd) {
   });
 }
 
-const watcher = typeof ResizeObserver === "function" && new ResizeObserver((entries) => {
-  entries.forEach((entry) => {
-    const gd = entry.target._bookPlot;
-    if (gd && gd._bookFigure && entry.contentRect.width) follow(gd);
-  });
-});
 
 export function newPlot(id, data, layout, config) {
   const gd = typeof id === "string" ? document.getElementById(id) : id;
@@ -150,9 +145,9 @@ export function newPlot(id, data, layout, config) {
   gd._bookFigure = {data: copy(data), layout: copy(layout), config: config,
                     height: gd.parentElement ? gd.parentElement.style.height : ""};
   const drawn = queue(gd, () => { return draw(gd, data, layout); });
-  if (watcher && gd.parentElement) {
-    gd.parentElement._bookPlot = gd;
-    watcher.observe(gd.parentElement);
+  if (gd.parentElement && !gd._bookFollowed) {           // once, however often drawn
+    gd._bookFollowed = true;
+    followWidth(gd.parentElement, () => { if (gd._bookFigure) follow(gd); });
   }
   return drawn;
 }

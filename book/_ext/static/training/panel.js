@@ -13,6 +13,7 @@
  * drives it.
  */
 import {el} from "../lib/dom.js";
+import {followWidth} from "../lib/resize.js";
 import {requireWebAssembly} from "../lib/webassembly.js";
 import {WorkerClient} from "../lib/worker_client.js";
 import {drawCurve, drawMap} from "./drawing.js";
@@ -63,7 +64,8 @@ class Panel {
     this.curveSize = [300, 150];
     this.build();
     if (opener) opener.remove();
-    addEventListener("resize", () => { if (this.maps) { this.mapsDirty = true; this.redraw(); } });
+    // the maps' canvases are sized by their boxes: placed again at a new width
+    followWidth(this.root, () => { if (this.maps) { this.mapsDirty = true; this.redraw(); } });
     try {
       requireWebAssembly("the panel (the figures above were computed when the book was built)");
     } catch (e) {

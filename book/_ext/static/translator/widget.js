@@ -13,6 +13,7 @@ import {totalBytes} from "../lib/downloads.js";
 import {book} from "../lib/namespace.js";
 import {narrow as isNarrow} from "../lib/phone.js";
 import {phoneLayout} from "../lib/phone_layout.js";
+import {followWidth} from "../lib/resize.js";
 import {requireWebAssembly} from "../lib/webassembly.js";
 import {Cancelled, WorkerClient} from "../lib/worker_client.js";
 import {doubt} from "./doubt.js";
@@ -72,15 +73,14 @@ export class TranslatorWidget {
     this.form.addEventListener("submit", (e) => { e.preventDefault(); this.run(); });
     for (const c of [this.which, this.kind]) c.addEventListener("change", () => this.draw());
     this.slider.addEventListener("input", () => this.draw());
-    // a phone turned, a window narrowed: across the phone layout's switch, draw anew once
-    // the page is laid out at its new width (a window's resize event can come before)
-    // and within one layout the map follows its box (the page's own layout can settle
-    // after the window's resize event, which is all plotly's responsive resize hears)
-    new ResizeObserver(() => {
+    // a phone turned, a window narrowed: across the phone layout's switch, draw anew at
+    // the box's new width, and within one layout the map follows its box (plotly's
+    // responsive resize hears only the window's resize event: lib/resize.js)
+    followWidth(this.plotBox, () => {
       if (this.drawnNarrow === undefined) return;
-      if (isNarrow(this.plotBox.clientWidth) !== this.drawnNarrow) this.draw();
+      if (isNarrow(this.plotBox.clientWidth) !== this.drawnNarrow) this.draw();   // as draw() reads it
       else if (this.plot._fullLayout) Plotly.Plots.resize(this.plot);
-    }).observe(this.plotBox);
+    });
     this.describe();
   }
 
