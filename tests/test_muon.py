@@ -11,7 +11,8 @@ import torch
 from helpers import toy_config, train_args
 from transformer.checkpoint import load_checkpoint
 from transformer.fast import FastTransformer
-from transformer.training.muon import MUON_SCALE, Muon, MuonWithAdam, newton_schulz
+from transformer.training.muon import (MUON_SCALE, Muon, MuonWithAdam, newton_schulz,
+                                      orthogonalise)
 from transformer.training.optimizers import make_optimizer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,6 +31,41 @@ def test_newton_schulz_flattens_every_singular_value(shape):
     core = U.mT @ X @ Vh.mT                               # the same singular vectors:
     off_diagonal = core - torch.diag_embed(torch.diagonal(core, dim1=-2, dim2=-1))
     assert off_diagonal.abs().max() < 1e-4                # X = U diag(s') V^T
+
+
+SHAPES = [(16, 16), (8, 24), (24, 8), (16, 16), (24, 8), (12, 20)]   # square, wide, tall
+
+
+def test_orthogonalise_is_newton_schulz_of_each_matrix_in_their_order():
+    # the batched form: same-size matrices in one call, tall ones transposed to join the
+    # wide ones; in fp32 each result is the plain newton_schulz of that matrix alone
+    torch.manual_seed(0)
+    matrices = [torch.randn(shape) for shape in SHAPES]
+    batched = orthogonalise(matrices)
+    assert [tuple(x.shape) for x in batched] == SHAPES
+    for m, x in zip(matrices, batched):
+        assert x.dtype == torch.float32
+        torch.testing.assert_close(x, newton_schulz(m[None])[0], rtol=1e-5, atol=1e-6)
+
+
+def test_orthogonalise_in_bf16_is_within_bf16_rounding_of_fp32():
+    torch.manual_seed(0)
+    matrices = [torch.randn(shape) for shape in SHAPES]
+    for m, x in zip(matrices, orthogonalise(matrices, dtype=torch.bfloat16)):
+        exact = newton_schulz(m[None])[0]
+        assert x.dtype == torch.float32                   # handed back in the weights' dtype
+        assert (x - exact).norm() / exact.norm() < 0.03   # bf16 keeps about 3 digits
+        assert (x - exact).abs().max() > 1e-4             # ... and it did run in bf16
+        s = torch.linalg.svdvals(x)
+        assert s.min() > 0.6 and s.max() < 1.25
+
+
+@pytest.mark.parametrize("precision, ns_dtype", [("bf16", torch.bfloat16),
+                                                 ("fp32", torch.float32),
+                                                 ("fp16", torch.float32)])
+def test_muon_runs_newton_schulz_in_bf16_only_where_the_run_trains_in_bf16(precision, ns_dtype):
+    optimizer = make_optimizer(FastTransformer(toy_config()), "muon", precision)
+    assert optimizer.muon.ns_dtype == ns_dtype
 
 
 def test_a_muon_step_is_an_orthogonal_step_of_the_set_size_against_the_gradient():

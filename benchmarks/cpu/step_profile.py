@@ -173,7 +173,8 @@ def profile_precision(base: Trainer, precision: str, args) -> dict:
     cfg = dataclasses.replace(base.cfg, precision=precision)
     torch.manual_seed(cfg.seed)
     model = FastTransformer(base.model_cfg)
-    trainer = Trainer(model, make_optimizer(model, cfg.optimizer), base.train_iter, cfg=cfg)
+    trainer = Trainer(model, make_optimizer(model, cfg.optimizer, precision), base.train_iter,
+                      cfg=cfg)
     base.train_iter.load_state_dict(args.start)         # the same batches in each precision
     batches = iter(base.train_iter)
     load_before = os.getloadavg()

@@ -177,7 +177,8 @@ class Trainer:
     def _from_config(cls, cfg, tokenizer, dist, run, identity) -> "Trainer":
         data = load_run_data(cfg, dist, run, identity, tokenizer)
         model = FastTransformer(cfg.model_config(data.tokenizer.vocab_size)).to(dist.device)
-        trainer = cls(model, make_optimizer(model, cfg.optimizer), data.train_iter,
+        precision = resolve_precision(cfg.precision, dist.device)
+        trainer = cls(model, make_optimizer(model, cfg.optimizer, precision), data.train_iter,
                       data.valid_iter, cfg, run=run, dist=dist, tokenizer=data.tokenizer,
                       valid=data.valid)
         trainer.resume()

@@ -39,13 +39,39 @@ def newton_schulz(G: torch.Tensor, steps: int = 5) -> torch.Tensor:
     return X.mT if tall else X
 
 
+def orthogonalise(matrices: list[torch.Tensor], steps: int = 5,
+                  dtype: torch.dtype = torch.float32) -> list[torch.Tensor]:
+    """:func:`newton_schulz` of each matrix, batched: every matrix of the same sizes in one
+    call, a tall (m, n) one transposed to join the wide (n, m) ones (the iteration works on
+    the short side either way, so the result is the same), in ``dtype``; returned in the
+    matrices' own order and dtype. Matrix multiplies of 128 x 128 are small, so fewer,
+    larger batches run nearer the CPU's peak; in bf16 (the trainer's choice where the run
+    trains in bf16, as Jordan et al. run it) on a CPU with bf16 instructions they run about
+    three times faster again. tests/test_muon.py holds it equal to one newton_schulz per
+    matrix in fp32, and within bf16's rounding in bf16."""
+    groups = defaultdict(list)                         # (short, long) -> indices
+    for i, m in enumerate(matrices):
+        groups[min(m.shape), max(m.shape)].append(i)
+    out: list[torch.Tensor] = [None] * len(matrices)   # type: ignore[list-item]
+    for indices in groups.values():
+        wide = [matrices[i].mT if matrices[i].size(0) > matrices[i].size(1) else matrices[i]
+                for i in indices]
+        done = newton_schulz(torch.stack(wide).to(dtype), steps)
+        for i, x in zip(indices, done):
+            tall = matrices[i].size(0) > matrices[i].size(1)
+            out[i] = (x.mT if tall else x).to(matrices[i].dtype)
+    return out
+
+
 class Muon(torch.optim.Optimizer):
-    """Nesterov momentum, orthogonalised by one batched Newton-Schulz per matrix shape."""
+    """Nesterov momentum, orthogonalised by :func:`orthogonalise` (Newton-Schulz batched
+    over the matrices of the same sizes, in ``ns_dtype``)."""
 
     def __init__(self, params, lr: float = 0.0, momentum: float = 0.95, ns_steps: int = 5,
-                 scale: float = MUON_SCALE):
+                 scale: float = MUON_SCALE, ns_dtype: torch.dtype = torch.float32):
         super().__init__(params, dict(lr=lr, momentum=momentum, ns_steps=ns_steps,
                                       scale=scale))
+        self.ns_dtype = ns_dtype
         for group in self.param_groups:
             if any(p.ndim != 2 for p in group["params"]):
                 raise ValueError("Muon updates matrices only; give the other parameters "
@@ -54,18 +80,16 @@ class Muon(torch.optim.Optimizer):
     @torch.no_grad()
     def step(self):
         for group in self.param_groups:
-            mu, by_shape = group["momentum"], defaultdict(list)
+            mu, params, updates = group["momentum"], [], []
             for p in group["params"]:
                 if p.grad is None:
                     continue
                 buf = self.state[p].setdefault("momentum_buffer", torch.zeros_like(p))
                 buf.mul_(mu).add_(p.grad)
-                by_shape[tuple(p.shape)].append((p, p.grad.add(buf, alpha=mu)))  # Nesterov
-            for shape, items in by_shape.items():
-                updates = newton_schulz(torch.stack([u for _, u in items]), group["ns_steps"])
-                step = -group["lr"] * group["scale"] * max(shape) ** 0.5
-                for (p, _), u in zip(items, updates):
-                    p.add_(u, alpha=step)
+                params.append(p)
+                updates.append(p.grad.add(buf, alpha=mu))                 # Nesterov
+            for p, u in zip(params, orthogonalise(updates, group["ns_steps"], self.ns_dtype)):
+                p.add_(u, alpha=-group["lr"] * group["scale"] * max(p.shape) ** 0.5)
 
 
 def is_muon_parameter(name: str, p: torch.Tensor) -> bool:
@@ -74,18 +98,20 @@ def is_muon_parameter(name: str, p: torch.Tensor) -> bool:
 
 
 class MuonWithAdam:
-    """Muon for the layers' matrices and Adam for the other parameters, behind the face
+    """Muon for the layers' matrices (its Newton-Schulz in ``ns_dtype``) and Adam for the
+    other parameters, behind the face
     the trainer uses: ``param_groups`` (it sets each group's ``lr``), ``step``,
     ``zero_grad``, ``state_dict`` and ``load_state_dict`` (a checkpoint holds both)."""
 
-    def __init__(self, model: torch.nn.Module, scale: float = MUON_SCALE):
+    def __init__(self, model: torch.nn.Module, scale: float = MUON_SCALE,
+                 ns_dtype: torch.dtype = torch.float32):
         muon, adam = [], []
         for name, p in model.named_parameters():
             (muon if is_muon_parameter(name, p) else adam).append(p)
         if not muon:
             raise InputError("--optimizer muon found no encoder or decoder layer matrices")
         self.adam = paper_adam(adam)
-        self.muon = Muon(muon, scale=scale)
+        self.muon = Muon(muon, scale=scale, ns_dtype=ns_dtype)
 
     @property
     def param_groups(self) -> list[dict]:
