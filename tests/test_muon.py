@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import toy_config, train_args
+from helpers import toy_config, toy_run, train_args
 from transformer.checkpoint import load_checkpoint
 from transformer.fast import FastTransformer
 from transformer.training.muon import (MUON_SCALE, Muon, MuonWithAdam, newton_schulz,
                                       orthogonalise)
+from transformer.training.loop import Trainer
 from transformer.training.optimizers import make_optimizer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -120,6 +121,17 @@ def train(corpus, out, updates, optimizer="muon"):
                        max_tokens=500, update_tokens=500, save_every=6, threads=1, heads=2,
                        layers=1)]
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("precision, ns_dtype", [("bf16", torch.bfloat16),
+                                                 ("fp32", torch.float32)])
+def test_the_trainer_hands_muon_its_runs_precision(corpus, tmp_path, precision, ns_dtype):
+    cfg = toy_run(corpus, tmp_path / "run", optimizer="muon", precision=precision, threads=1)
+    trainer = Trainer.from_config(cfg)
+    try:
+        assert trainer.optimizer.muon.ns_dtype == ns_dtype
+    finally:
+        trainer.lock.close()
 
 
 def test_muon_run_resumes_exactly_and_keeps_its_optimizer(corpus, tmp_path):
