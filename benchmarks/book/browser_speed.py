@@ -145,7 +145,8 @@ def stage(checkpoint: Path, root: Path, weights: str, code_from: str | None = No
     from transformer.tools.export import export_checkpoint
     build = page_build()
     static = root / "_static"
-    if not build.copy_page_files(REPO, static):
+    sphinx_extension("page_code").copy_code(static, "lib", "translator")
+    if not build.copy_runtime(REPO, static):
         raise SystemExit("no onnxruntime-web: needs npm (or ORT_WEB_DIR)")
     if code_from:
         code_of_revision(code_from, static / "book")

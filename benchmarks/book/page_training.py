@@ -45,10 +45,11 @@ def stage(root: Path) -> dict:
     out; returns the download list (book/_ext/page_training.py's ``download_list``)."""
     extension = (sphinx_extension("npm_cache") and sphinx_extension("page_code")
                  and sphinx_extension("page_training"))
-    LOADER, copy_panel_files = extension.LOADER, extension.copy_panel_files
+    LOADER, copy_tfjs = extension.LOADER, extension.copy_tfjs
     download_bytes, download_list = extension.download_bytes, extension.download_list
     static = root / "_static"
-    if not copy_panel_files(REPO, static):
+    sphinx_extension("page_code").copy_code(static, "lib", "training")
+    if not copy_tfjs(REPO, static):
         raise SystemExit("no TensorFlow.js: needs npm")
     files = download_list(static)
     (root / "book").mkdir()

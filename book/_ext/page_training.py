@@ -30,7 +30,6 @@ TFJS_FILES = {"@tensorflow/tfjs": {"library": "tf.es2017.min.js"},
               "@tensorflow/tfjs-backend-wasm": {"backend": "tf-backend-wasm.es2017.min.js",
                                                 "wasm-simd": "tfjs-backend-wasm-simd.wasm",
                                                 "wasm": "tfjs-backend-wasm.wasm"}}
-STAGE = "_training_static"
 PANEL = 'id="train-panel"'
 LOADER, PANEL_ENTRY, WORKER = "training/loader.js", "training/panel.js", "training/worker.js"
 STYLE = "training/panel.css"
@@ -52,11 +51,8 @@ def _tfjs_dists(srcdir: Path) -> dict[str, Path] | None:
     return dists
 
 
-def copy_panel_files(srcdir: Path, static: Path) -> bool:
-    """The panel's code into ``static`` and TensorFlow.js into ``static/tfjs``; False when
-    TensorFlow.js cannot be found (the panel's code is copied all the same)."""
-    from page_code import copy_code
-    copy_code(static, "training")
+def copy_tfjs(srcdir: Path, static: Path) -> bool:
+    """TensorFlow.js into ``static/tfjs``; False when it cannot be found."""
     (static / "tfjs").mkdir(parents=True, exist_ok=True)
     dists = _tfjs_dists(srcdir)
     if dists is None:
@@ -101,19 +97,14 @@ def download_bytes(files: dict) -> int:
                if f.get("part") != "wasm")
 
 
-def _stage(app, config) -> None:
-    from npm_cache import stage_static
-    stage_static(app, config, STAGE, copy_panel_files, "page_training: no TensorFlow.js "
-                 "found (install npm); the training panel will not run")
-
-
 def _page(app, pagename, templatename, context, doctree) -> None:
     """The loader on the page that holds the panel, and what the panel will download."""
     body = context.get("body", "")
     if PANEL not in body:
         return
+    from page_code import staged
     from plotly_static import has_figures
-    files = download_list(Path(app.outdir).parent / STAGE, figures=has_figures(body))
+    files = download_list(staged(app, "training"), figures=has_figures(body))
     app.add_js_file(f"book/{LOADER}", type="module")
     static = context["pathto"]("_static/", 1)
     attributes = (f'data-static="{html.escape(static)}" data-bytes="{download_bytes(files)}" '
@@ -122,6 +113,7 @@ def _page(app, pagename, templatename, context, doctree) -> None:
 
 
 def setup(app):
-    app.connect("config-inited", _stage, priority=900)
+    from page_code import serve
     app.connect("html-page-context", _page, priority=900)
-    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
+    return serve(app, "training", copy_tfjs, "page_training: no TensorFlow.js found "
+                 "(install npm); the training panel will not run")

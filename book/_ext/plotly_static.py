@@ -37,7 +37,6 @@ from sphinx.util import logging
 logger = logging.getLogger(__name__)
 
 MATHJAX_VERSION = "3.2.2"
-STAGE = "_book_static"          # folder under the build dir, added to html_static_path
 # Parts of MathJax's es5 build that tex-chtml.js loads (everything else stays out).
 MATHJAX_PARTS = ["tex-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions",
                  "ui", "a11y/assistive-mml.js"]
@@ -61,27 +60,29 @@ def _mathjax_es5(srcdir: Path) -> Path | None:
     return None if package is None else package / "es5"
 
 
-def _stage(app, config) -> None:
-    stage = Path(app.outdir).parent / STAGE
-    shutil.rmtree(stage, ignore_errors=True)
-    stage.mkdir(parents=True)
-    shutil.copy2(_plotly_js(), stage / "plotly.min.js")
-    from page_code import copy_code
-    copy_code(stage, "figures")
-    es5 = _mathjax_es5(Path(app.srcdir))
+def copy_libraries(srcdir: Path, static: Path) -> bool:
+    """plotly.js into ``static`` and MathJax's parts into ``static/mathjax``; False when no
+    MathJax can be found (plotly.js is copied all the same)."""
+    shutil.copy2(_plotly_js(), static / "plotly.min.js")
+    es5 = _mathjax_es5(srcdir)
     if es5 is None:
-        logger.warning("plotly_static: no MathJax found (install npm or set MATHJAX_DIR); "
-                       "pages will load MathJax from a CDN")
-    else:
-        for part in MATHJAX_PARTS:
-            src, dst = es5 / part, stage / "mathjax" / part
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            if src.is_dir():
-                shutil.copytree(src, dst)
-            else:
-                shutil.copy2(src, dst)
+        return False
+    for part in MATHJAX_PARTS:
+        src, dst = es5 / part, static / "mathjax" / part
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, dst)
+        else:
+            shutil.copy2(src, dst)
+    return True
+
+
+def _stage(app, config) -> None:
+    """``static/figures`` and the libraries; MathJax from ``_static`` when it was found."""
+    from page_code import stage
+    if stage(app, config, "figures", copy_libraries, "plotly_static: no MathJax found "
+             "(install npm or set MATHJAX_DIR); pages will load MathJax from a CDN"):
         config.mathjax_path = "mathjax/tex-chtml.js"
-    config.html_static_path = list(config.html_static_path) + [str(stage)]
 
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
@@ -150,9 +151,11 @@ def _redirect_icon(app, exception) -> None:
 
 
 def setup(app):
+    from page_code import METADATA
     _quiet_plotly_mime()
+    app.setup_extension("page_code")
     app.connect("build-finished", _redirect_icon)
     app.connect("config-inited", _stage, priority=900)
     app.connect("html-page-context", _page_scripts, priority=900)
     app.add_css_file("book/figures/book.css")
-    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
+    return METADATA
