@@ -55,10 +55,10 @@ PAGE = """<!doctype html><html><head><meta charset="utf-8">
 
 
 def page_build():
-    """``book/_ext/browser_model.py``: the book's Sphinx extension that lays out the page's
+    """``book/_ext/book_translator.py``: the book's Sphinx extension that lays out the page's
     model and code (it imports ``npm_cache``, loaded first)."""
     return (sphinx_extension("npm_cache") and sphinx_extension("page_code")
-            and sphinx_extension("browser_model"))
+            and sphinx_extension("book_translator"))
 
 
 def test_sentences() -> list[str]:

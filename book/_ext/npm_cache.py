@@ -1,7 +1,7 @@
 """Files of an npm package, fetched once with ``npm pack`` into ``.cache/`` (git-ignored).
 
-Shared by the book's extensions (MathJax in ``plotly_static``, onnxruntime-web in
-``browser_model``, TensorFlow.js in ``page_training``): nothing the site serves comes from
+Shared by the book's extensions (MathJax in ``book_figures``, onnxruntime-web in
+``book_translator``, TensorFlow.js in ``book_training``): nothing the site serves comes from
 a CDN. Each extension copies a package's files into its folder staged by
 :func:`page_code.stage`, whence Sphinx copies them into ``_static``.
 """

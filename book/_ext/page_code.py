@@ -4,8 +4,9 @@
 phone breakpoint and layout, the WebAssembly check, the cached download, the one
 namespace); each widget has its folder (``translator``, ``training``, ``figures``,
 ``search``, ``moved``, ``theme``). This module is a Sphinx extension too: it stages
-``lib`` once, and each widget's extension stages its own folder with one call in its
-``setup``, :func:`serve` (which loads this extension first). What a page downloads when
+``lib`` once, and each widget's extension, named after its folder (``book_translator``
+stages ``translator``), stages that folder with one call in its ``setup``, :func:`serve`
+(which loads this extension first). What a page downloads when
 a reader asks for a widget's worker is the worker's module graph (:func:`module_graph`),
 read from the modules' own ``import`` lines, so no file list is written by hand.
 """

@@ -24,7 +24,7 @@
   the ``text/html`` sibling is chosen silently, while a figure *without* ``text/html``
   still fails a ``-W`` build ("No mime type available in priority list").
 
-Enabled from ``_config.yml``: ``sphinx: local_extensions: {plotly_static: book/_ext}``.
+Enabled from ``_config.yml``: ``sphinx: local_extensions: {book_figures: book/_ext}``.
 """
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def copy_libraries(srcdir: Path, static: Path) -> bool:
 def _stage(app, config) -> None:
     """``static/figures`` and the libraries; MathJax from ``_static`` when it was found."""
     from page_code import stage
-    if stage(app, config, "figures", copy_libraries, "plotly_static: no MathJax found "
+    if stage(app, config, "figures", copy_libraries, "book_figures: no MathJax found "
              "(install npm or set MATHJAX_DIR); pages will load MathJax from a CDN"):
         config.mathjax_path = "mathjax/tex-chtml.js"
 

@@ -14,7 +14,7 @@
   SHA-256 and part: the keys of the browser's cache; and the panel's code) and
   ``data-bytes`` (what pressing the button downloads).
 
-Enabled from ``_config.yml``: ``sphinx: local_extensions: {page_training: book/_ext}``.
+Enabled from ``_config.yml``: ``sphinx: local_extensions: {book_training: book/_ext}``.
 """
 from __future__ import annotations
 
@@ -71,11 +71,11 @@ def download_list(static: Path, figures: bool = False) -> dict:
     """What the panel downloads: ``{"tfjs": {name: {"bytes", "sha256", "part"}}, "code":
     {...}}``, the code being what pressing the button fetches: the panel's modules the
     page has not loaded (its loader's, and with ``figures`` the figures' modules, which a
-    page with figures loads: ``plotly_static.has_figures``), its stylesheet, and its
+    page with figures loads: ``book_figures.has_figures``), its stylesheet, and its
     worker's modules (the worker loads its own). Of the two WebAssembly modules a browser
     fetches one (SIMD where it has it)."""
     from page_code import code_entries, module_graph
-    from plotly_static import FIGURES_ENTRY
+    from book_figures import FIGURES_ENTRY
     loaded = set(module_graph(LOADER)) | set(module_graph(FIGURES_ENTRY) if figures else ())
     page = [m for m in module_graph(PANEL_ENTRY) if m not in loaded] + [STYLE]
     return {"tfjs": {name: _entry(static / "tfjs" / name, part)
@@ -103,7 +103,7 @@ def _page(app, pagename, templatename, context, doctree) -> None:
     if PANEL not in body:
         return
     from page_code import staged
-    from plotly_static import has_figures
+    from book_figures import has_figures
     files = download_list(staged(app, "training"), figures=has_figures(body))
     app.add_js_file(f"book/{LOADER}", type="module")
     static = context["pathto"]("_static/", 1)
@@ -115,5 +115,5 @@ def _page(app, pagename, templatename, context, doctree) -> None:
 def setup(app):
     from page_code import serve
     app.connect("html-page-context", _page, priority=900)
-    return serve(app, "training", copy_tfjs, "page_training: no TensorFlow.js found "
+    return serve(app, "training", copy_tfjs, "book_training: no TensorFlow.js found "
                  "(install npm); the training panel will not run")

@@ -20,7 +20,7 @@
   keys of the browser's cache), ``data-bytes`` (their total, which the button announces)
   and ``data-format`` (the manifest format the page reads).
 
-Enabled from ``_config.yml``: ``sphinx: local_extensions: {browser_model: book/_ext}``.
+Enabled from ``_config.yml``: ``sphinx: local_extensions: {book_translator: book/_ext}``.
 """
 from __future__ import annotations
 
@@ -105,7 +105,7 @@ def _export_model(app, exception) -> None:
         sys.path.pop(0)
     files = download_list(Path(app.outdir) / "_static")
     sizes = {group: sum(f["bytes"] for f in listed.values()) for group, listed in files.items()}
-    logger.info(f"browser_model: exported {run}/average.pt into {out} ({PAGE_WEIGHTS} weights, "
+    logger.info(f"book_translator: exported {run}/average.pt into {out} ({PAGE_WEIGHTS} weights, "
                 f"{sizes['model'] / 2**20:.1f} MiB, the runtime's {sizes['runtime'] / 2**20:.1f} "
                 f"MiB and {sizes['code'] / 1024:.0f} KiB of code for the page to download)")
     _fill_size(Path(app.outdir), files)
@@ -152,5 +152,5 @@ def setup(app):
     from page_code import serve
     app.connect("html-page-context", _page, priority=900)
     app.connect("build-finished", _export_model)
-    return serve(app, "translator", copy_runtime, "browser_model: no onnxruntime-web found "
+    return serve(app, "translator", copy_runtime, "book_translator: no onnxruntime-web found "
                  "(install npm or set ORT_WEB_DIR); the in-page translator will not run")

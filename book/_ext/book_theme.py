@@ -10,7 +10,7 @@ jupyter-book 1.0.4 takes Sphinx 7. So each page carries a small module,
 ``static/theme/sidebar_toggles.js``, that hands a click on any other toggle to the bound
 one (``static/theme/toggles.js``; tests/js/toggles.test.js, tests/test_site_phone.py).
 
-Enabled from ``_config.yml``: ``sphinx: local_extensions: {sidebar_toggles: book/_ext}``.
+Enabled from ``_config.yml``: ``sphinx: local_extensions: {book_theme: book/_ext}``.
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ replaces Sphinx's ``Search.htmlToText`` once the page has loaded: it removes tho
 before Sphinx takes the text and writes inline maths as plain text (``√d_k``). ``static/search/search_page.css`` hides the header's and the
 sidebar's search buttons there: the page has its own field.
 
-Enabled from ``_config.yml``: ``sphinx: local_extensions: {search_page: book/_ext}``.
+Enabled from ``_config.yml``: ``sphinx: local_extensions: {book_search: book/_ext}``.
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ Each old page loads ``static/moved/moved_sections.js`` with its own part of the 
 the script tag's ``data-moved`` attribute; when the address's anchor is not on the page, the
 script replaces the address with the section's new one.
 
-Enabled from ``_config.yml``: ``sphinx: local_extensions: {moved_sections: book/_ext}``.
+Enabled from ``_config.yml``: ``sphinx: local_extensions: {book_moved: book/_ext}``.
 """
 from __future__ import annotations
 
