@@ -4,12 +4,13 @@
   and loaded with ``defer`` on every page with a figure, so that the text paints first;
   each figure's inline script waits for ``DOMContentLoaded`` (see
   :func:`transformer_book.viz.setup_plotly`, which leaves plotly.js out of each figure).
-* ``static/figures`` (ES modules, with the shared ``static/lib``), after plotly.js: each
-  figure is drawn through ``attentionBook.newPlot`` (``figures/redraw.js``), which fits the
-  layout to a phone's width (``lib/phone_layout.js``: legends and colour bars below the
-  plot, panels stacked, titles wrapped, controls on screen), draws it anew when its width
-  crosses the phone's switch, and moves apart texts that collide once drawn
-  (``figures/tidy.js``). ``figures/book.css``: the book's own styles.
+* ``static/figures`` (ES modules, with the shared ``static/lib`` that ``page_code``
+  stages), after plotly.js: each figure is drawn through ``attentionBook.newPlot``
+  (``figures/redraw.js``), which fits the layout to a phone's width
+  (``lib/phone_layout.js``: legends and colour bars below the plot, panels stacked, titles
+  wrapped, controls on screen), draws it anew when its width crosses the phone's switch,
+  and moves apart texts that collide once drawn (``figures/tidy.js``).
+  ``figures/book.css``: the book's own styles.
 * MathJax 3: the es5 build from the npm registry's ``mathjax`` package. It is fetched
   once with ``npm pack mathjax@<version>`` into ``.cache/mathjax/`` (git-ignored) unless
   ``MATHJAX_DIR`` names an unpacked ``es5`` folder, then the files the page needs
@@ -100,7 +101,7 @@ def _quiet_plotly_mime() -> None:
     from myst_nb.core.render import NbElementRenderer
 
     original = NbElementRenderer.render_mime_type
-    if getattr(original, "_plotly_static", False):
+    if getattr(original, "_book_figures", False):
         return
 
     def render_mime_type(self, data):
@@ -108,7 +109,7 @@ def _quiet_plotly_mime() -> None:
             return [nodes.comment("", "plotly figure: see the text/html output")]
         return original(self, data)
 
-    render_mime_type._plotly_static = True
+    render_mime_type._book_figures = True
     NbElementRenderer.render_mime_type = render_mime_type
 
 

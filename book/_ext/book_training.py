@@ -5,8 +5,8 @@
   static site cannot send the cross-origin isolation headers that threads need) is
   fetched once with ``npm pack`` into ``.cache/`` (git-ignored) and copied to
   ``_static/tfjs/``; never from a CDN.
-* The panel's code (``static/training`` and the shared ``static/lib``, ES modules) goes to
-  ``_static/book/``. A page that holds ``<div id="train-panel">`` loads ``loader.js``
+* The panel's code (``static/training``, ES modules, beside the shared ``static/lib`` that
+  ``page_code`` stages) goes to ``_static/book/``. A page that holds ``<div id="train-panel">`` loads ``loader.js``
   alone: a button with the size of the download, which loads ``panel.js`` (the panel),
   its stylesheet and its worker (``worker.js``, with ``model.js``, the package's plain
   model in TensorFlow.js) and the library only when the reader presses it. The element
@@ -74,8 +74,8 @@ def download_list(static: Path, figures: bool = False) -> dict:
     page with figures loads: ``book_figures.has_figures``), its stylesheet, and its
     worker's modules (the worker loads its own). Of the two WebAssembly modules a browser
     fetches one (SIMD where it has it)."""
-    from page_code import code_entries, module_graph
     from book_figures import FIGURES_ENTRY
+    from page_code import code_entries, module_graph
     loaded = set(module_graph(LOADER)) | set(module_graph(FIGURES_ENTRY) if figures else ())
     page = [m for m in module_graph(PANEL_ENTRY) if m not in loaded] + [STYLE]
     return {"tfjs": {name: _entry(static / "tfjs" / name, part)
@@ -102,8 +102,8 @@ def _page(app, pagename, templatename, context, doctree) -> None:
     body = context.get("body", "")
     if PANEL not in body:
         return
-    from page_code import staged
     from book_figures import has_figures
+    from page_code import staged
     files = download_list(staged(app, "training"), figures=has_figures(body))
     app.add_js_file(f"book/{LOADER}", type="module")
     static = context["pathto"]("_static/", 1)

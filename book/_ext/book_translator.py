@@ -6,8 +6,8 @@
   WebAssembly (:data:`ORT_FILES`, by the part the page asks for) are copied to
   ``_static/ort/``. Without npm and without a cache this warns (an error under ``-W``):
   the page would have no runtime.
-* The page's code (``static/translator`` and the shared ``static/lib``, ES modules) goes to
-  ``_static/book/``: ``widget.js`` (the widget, and ``own_model.js``, the reader's own
+* The page's code (``static/translator``, ES modules, beside the shared ``static/lib`` that
+  ``page_code`` stages) goes to ``_static/book/``: ``widget.js`` (the widget, and ``own_model.js``, the reader's own
   exported model) loads on a page that holds ``<div id="live-translator">``; its worker
   (``worker.js``: the runtime, the model, the search) starts when the reader asks.
 * The model: when the build has finished, the run chapters 7-9 use (``cached_run`` of
