@@ -32,13 +32,13 @@ REPO = Path(__file__).resolve().parents[1]
 PAGE = "book/09_attention_explorer.html"
 # the book's extensions import each other by name from book/_ext, as Sphinx loads them
 sys.path.insert(0, str(REPO / "book" / "_ext"))
-import browser_model  # noqa: E402  (the translator's extension: what the page downloads)
+import book_translator  # noqa: E402  (the translator's extension: what the page downloads)
 
 
 def downloads(site_dir) -> dict:
     """What the translator downloads, as the build lists it (the export's manifest, the
     runtime's parts, the worker's modules): {group: {name: {bytes, sha256}}}."""
-    return browser_model.download_list(site_dir / "_static")
+    return book_translator.download_list(site_dir / "_static")
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +176,7 @@ def test_typed_sentences_translate_token_for_token_as_the_package(loaded, export
 
 
 def test_the_smaller_page_model_keeps_the_fp32_models_translations(exported, exported_fp32, typed):
-    """The page's model stores its weights smaller (browser_model.PAGE_WEIGHTS): its greedy
+    """The page's model stores its weights smaller (book_translator.PAGE_WEIGHTS): its greedy
     ids in the page are the fp32 checkpoint's on at least 95% of 20 test sentences."""
     _, tokenizer, manifest = exported
     chosen, pages = typed

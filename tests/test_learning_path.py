@@ -4,7 +4,7 @@
   nothing of the project's workshop in their text or their cells' outputs: no issue
   numbers, no ``docs/notes/`` paths, no test names, no folder of the machine that built
   them (its home, temporary or cache folders, the checkout).
-* Every section that moved to another page (``book/_ext/moved_sections.py``) is reached
+* Every section that moved to another page (``book/_ext/book_moved.py``) is reached
   from its old address; every page the book has ever had is still there.
 """
 from __future__ import annotations
@@ -85,8 +85,8 @@ def test_the_learning_path_names_nothing_of_the_workshop(site_dir, page):
 
 
 def moved() -> dict[str, dict[str, str]]:
-    path = REPO / "book" / "_ext" / "moved_sections.py"
-    spec = importlib.util.spec_from_file_location("moved_sections", path)
+    path = REPO / "book" / "_ext" / "book_moved.py"
+    spec = importlib.util.spec_from_file_location("book_moved", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.MOVED

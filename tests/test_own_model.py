@@ -149,8 +149,8 @@ def test_the_box_names_the_runtime_download_and_brings_the_books_model_back(open
     extensions = str(Path(__file__).resolve().parents[1] / "book" / "_ext")
     if extensions not in sys.path:            # they import each other by name, as in Sphinx
         sys.path.insert(0, extensions)
-    import browser_model
-    listed = browser_model.download_list(site_dir / "_static")
+    import book_translator
+    listed = book_translator.download_list(site_dir / "_static")
     runtime = sum(f["bytes"] for g in ("runtime", "code") for f in listed[g].values())
     model, tokenizer, folder = own_model
     opened = open_page(PAGE)

@@ -1,5 +1,5 @@
 """Chapter 4's training panel, checked in Chromium on the quick-mode site (tests/conftest.py
-builds and serves it; book/_ext/page_training.py, book/_ext/static/training: loader.js,
+builds and serves it; book/_ext/book_training.py, book/_ext/static/training: loader.js,
 panel.js, worker.js, tfjs.js, model.js).
 
 * Nothing of the panel (its code, TensorFlow.js) is downloaded until the reader opens it;
@@ -34,8 +34,8 @@ from transformer.model import Transformer
 
 # the book's extensions import each other by name from book/_ext, as Sphinx loads them
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
-import page_training  # noqa: E402  (the panel's extension: what the panel downloads)
-import plotly_static  # noqa: E402  (whether a page loads the figures' modules)
+import book_training  # noqa: E402  (the panel's extension: what the panel downloads)
+import book_figures  # noqa: E402  (whether a page loads the figures' modules)
 
 PAGE = "book/04_multi_head.html"
 LETTERS = "abcdefghij"
@@ -88,8 +88,8 @@ def test_nothing_is_downloaded_until_the_panel_is_opened(open_page, site_dir, ba
     opened = open_page(PAGE)
     opened.page.wait_for_timeout(1500)
     # the modules the page's figures loaded already are not downloaded again
-    figures = plotly_static.has_figures((site_dir / PAGE).read_text(encoding="utf-8"))
-    listed = page_training.download_list(site_dir / "_static", figures=figures)
+    figures = book_figures.has_figures((site_dir / PAGE).read_text(encoding="utf-8"))
+    listed = book_training.download_list(site_dir / "_static", figures=figures)
     tfjs = {name for name, f in listed["tfjs"].items() if f["part"] != "wasm"}   # SIMD
     fetched = [u for u in opened.requests if "/_static/tfjs/" in u or "/training/panel" in u
                or "/training/worker" in u]
@@ -98,7 +98,7 @@ def test_nothing_is_downloaded_until_the_panel_is_opened(open_page, site_dir, ba
     files = [static / "tfjs" / f for f in tfjs] + [static / name for group in ("code", "worker")
                                                     for name in listed[group]]
     size = sum(f.stat().st_size for f in files)
-    assert size == page_training.download_bytes(listed)
+    assert size == book_training.download_bytes(listed)
     label = opened.page.text_content("button.tp-open")
     assert f"{size / 2**20:.1f} MiB" in label, label
     compressed = sum(len(gzip.compress(f.read_bytes())) for f in files)

@@ -4,7 +4,7 @@ text cut off or drawn over another, and figures that follow the phone switch (60
 their box both ways, menus included (book/_ext/static/lib/phone_layout.js;
 tests/site_checks.py: the site and the figure helpers); ☰ opens the book's parts and "on
 this page" the page's sections, and on a wide screen ☰ folds the sidebar away and back
-(book/_ext/sidebar_toggles.py)."""
+(book/_ext/book_theme.py)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -160,7 +160,7 @@ def test_explorer_menu_options_keep_texts_apart_on_a_phone(open_page):
 # ------------------------------------------------------------ the sidebars' toggles
 # pydata-sphinx-theme 0.17.1 with sphinx-book-theme 1.3.0 bound ☰ and "on this page" to
 # hidden buttons only (pydata-sphinx-theme#2451, sphinx-book-theme#988): the visible ones
-# did nothing, on every page; book/_ext/sidebar_toggles.py hands their clicks on.
+# did nothing, on every page; book/_ext/book_theme.py hands their clicks on.
 PARTS = ("The model", "Training and inference", "What matters, and what next",
          "Under the hood (optional)")
 TOGGLE_PAGE = "book/01_introduction.html"

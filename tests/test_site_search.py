@@ -1,4 +1,4 @@
-"""The book's search page in Chromium (book/_ext/search_page.py, static/search/): one
+"""The book's search page in Chromium (book/_ext/book_search.py, static/search/): one
 search field, and each result's snippet is prose of its own page: no code, no quotation of
 the paper, no TeX (inline maths written out), never the same snippet for two pages
 (the site, its server and ``open_page``: tests/conftest.py)."""
@@ -22,7 +22,7 @@ def _search_results(page) -> list[tuple[str, str]]:
 
 
 def test_the_search_page_has_one_field_and_snippets_of_prose(open_page, site_dir):
-    """book/_ext/search_page.py: on a desktop the search page shows one search field (not
+    """book/_ext/book_search.py: on a desktop the search page shows one search field (not
     the header's and the sidebar's buttons beside its own), and each result's snippet is
     chapter text: not the page's "Contents" box, not a line of a code cell."""
     opened = open_page("search.html?q=softmax")

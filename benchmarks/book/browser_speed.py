@@ -55,10 +55,10 @@ PAGE = """<!doctype html><html><head><meta charset="utf-8">
 
 
 def page_build():
-    """``book/_ext/browser_model.py``: the book's Sphinx extension that lays out the page's
+    """``book/_ext/book_translator.py``: the book's Sphinx extension that lays out the page's
     model and code (it imports ``npm_cache``, loaded first)."""
     return (sphinx_extension("npm_cache") and sphinx_extension("page_code")
-            and sphinx_extension("browser_model"))
+            and sphinx_extension("book_translator"))
 
 
 def test_sentences() -> list[str]:
@@ -145,7 +145,8 @@ def stage(checkpoint: Path, root: Path, weights: str, code_from: str | None = No
     from transformer.tools.export import export_checkpoint
     build = page_build()
     static = root / "_static"
-    if not build.copy_page_files(REPO, static):
+    sphinx_extension("page_code").copy_code(static, "lib", "translator")
+    if not build.copy_runtime(REPO, static):
         raise SystemExit("no onnxruntime-web: needs npm (or ORT_WEB_DIR)")
     if code_from:
         code_of_revision(code_from, static / "book")

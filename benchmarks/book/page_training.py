@@ -1,6 +1,6 @@
 """How long chapter 4's training panel takes to learn reversal in headless Chromium.
 
-Lays out the panel as the book's build does (``book/_ext/page_training.py``: the panel's
+Lays out the panel as the book's build does (``book/_ext/book_training.py``: the panel's
 code, TensorFlow.js from the npm cache, the page's loader), serves it on 127.0.0.1
 (``Cache-Control: no-cache``) and drives Debian's Chromium through Playwright as a reader
 does: open the panel (the bytes the server sent, raw and as gzip would send them; the time
@@ -42,13 +42,14 @@ PAGE = """<!doctype html><html><head><meta charset="utf-8">
 
 def stage(root: Path) -> dict:
     """The panel's page, its code and TensorFlow.js under ``root``, as the build lays them
-    out; returns the download list (book/_ext/page_training.py's ``download_list``)."""
+    out; returns the download list (book/_ext/book_training.py's ``download_list``)."""
     extension = (sphinx_extension("npm_cache") and sphinx_extension("page_code")
-                 and sphinx_extension("page_training"))
-    LOADER, copy_panel_files = extension.LOADER, extension.copy_panel_files
+                 and sphinx_extension("book_training"))
+    LOADER, copy_tfjs = extension.LOADER, extension.copy_tfjs
     download_bytes, download_list = extension.download_bytes, extension.download_list
     static = root / "_static"
-    if not copy_panel_files(REPO, static):
+    sphinx_extension("page_code").copy_code(static, "lib", "training")
+    if not copy_tfjs(REPO, static):
         raise SystemExit("no TensorFlow.js: needs npm")
     files = download_list(static)
     (root / "book").mkdir()

@@ -1,8 +1,9 @@
 """Files of an npm package, fetched once with ``npm pack`` into ``.cache/`` (git-ignored).
 
-Shared by the book's extensions (MathJax in ``plotly_static``, onnxruntime-web in
-``browser_model``, TensorFlow.js in ``page_training``): nothing the site serves comes from
-a CDN. :func:`stage_static` puts an extension's files where Sphinx copies them from.
+Shared by the book's extensions (MathJax in ``book_figures``, onnxruntime-web in
+``book_translator``, TensorFlow.js in ``book_training``): nothing the site serves comes from
+a CDN. Each extension copies a package's files into its folder staged by
+:func:`page_code.stage`, whence Sphinx copies them into ``_static``.
 """
 from __future__ import annotations
 
@@ -43,14 +44,3 @@ def npm_package(srcdir: Path, name: str, version: str, keep, ready) -> Path | No
             tar.extractall(cache, members=[m for m in tar.getmembers() if keep(m.name)],
                            filter="data")
     return package if ready(package) else None
-
-
-def stage_static(app, config, folder: str, copy, missing: str) -> None:
-    """An extension's static files, made anew in ``folder`` beside the build's output by
-    ``copy(srcdir, folder)`` and added to ``html_static_path``; ``copy`` returns False when
-    a package it vendors cannot be found, and ``missing`` is then logged as a warning."""
-    stage = Path(app.outdir).parent / folder
-    shutil.rmtree(stage, ignore_errors=True)
-    if not copy(Path(app.srcdir), stage):
-        logger.warning(missing)
-    config.html_static_path = list(config.html_static_path) + [str(stage)]

@@ -3,7 +3,7 @@
 :func:`setup_plotly` makes figures show up in the Jupyter Book build. A plain kernel's
 default renderer, ``plotly_mimetype``, emits a MIME type that myst-nb drops; this adds a
 ``text/html`` rendering (no plotly.js inside: the book's Sphinx extension
-``book/_ext/plotly_static.py`` serves one copy from ``_static``), drawn once the page has
+``book/_ext/book_figures.py`` serves one copy from ``_static``), drawn once the page has
 loaded (:func:`after_page_load`). Colab, VS Code and other front ends keep their own
 renderer. plotly is imported lazily, on first use.
 """
@@ -25,7 +25,7 @@ def after_page_load(html: str) -> str:
     """Draw a figure once the page has loaded (``DOMContentLoaded``), through the book's
     ``attentionBook.newPlot`` where the page has it.
 
-    The book loads plotly.js with ``defer`` (book/_ext/plotly_static.py), so that the text
+    The book loads plotly.js with ``defer`` (book/_ext/book_figures.py), so that the text
     paints before 4.8 MB of script is parsed; deferred scripts run before
     ``DOMContentLoaded``, so ``Plotly`` exists when the figures are drawn. The site's
     ``figures.js`` (a module: run in order with them) defines ``attentionBook.newPlot``, which fits the layout to a

@@ -1,6 +1,6 @@
 // A section that moved to another page: its old address (page#anchor) still reaches it.
 // The page's moved anchors come in this script tag's data-moved attribute
-// (book/_ext/moved_sections.py); an anchor still on the page is left alone.
+// (book/_ext/book_moved.py); an anchor still on the page is left alone.
 const moved = JSON.parse(document.querySelector("script[data-moved]").dataset.moved);
 
 function follow() {

@@ -1,4 +1,4 @@
-/* Search snippets from the chapters' prose (book/_ext/search_page.py): Sphinx makes each
+/* Search snippets from the chapters' prose (book/_ext/book_search.py): Sphinx makes each
  * snippet from the text of the result page's [role="main"], which in this theme also holds
  * the page's header, its "Contents" boxes (one for print), the code cells with their
  * "Show code cell source" toggles, the paper's quotations (the same in several chapters),

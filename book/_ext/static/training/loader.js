@@ -2,7 +2,7 @@
  * download; the panel's code (panel.js and its worker) and TensorFlow.js load only when
  * the reader presses it. The element <div id="train-panel"> gets from the build
  * data-static (the path to _static), data-files (each file's size, SHA-256 and part) and
- * data-bytes (what pressing the button downloads, book/_ext/page_training.py). */
+ * data-bytes (what pressing the button downloads, book/_ext/book_training.py). */
 import {el, mib, whenReady} from "../lib/dom.js";
 import {book} from "../lib/namespace.js";
 

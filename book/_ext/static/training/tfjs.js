@@ -3,7 +3,7 @@
  *
  * tfjs-core and its WebAssembly backend (one thread: a static site cannot send the
  * cross-origin isolation headers that threads need) are listed in the page with their
- * size, SHA-256 and part (data-files, written by book/_ext/page_training.py) and kept in
+ * size, SHA-256 and part (data-files, written by book/_ext/book_training.py) and kept in
  * the Cache API under their SHA-256: a second visit downloads none of them. TensorFlow.js
  * is a script, not a module: imported from its bytes, it defines its global `tf`. */
 /* global tf */

@@ -6,7 +6,7 @@
  * partial translation, then both translations and every attention map; a new request
  * cancels the one still running. A model that fails to load leaves the one before it
  * working. The page element: <div id="live-translator" data-model="URL/" data-ort="URL/">,
- * to which the build adds data-bytes, data-files and data-format (book/_ext/browser_model.py).
+ * to which the build adds data-bytes, data-files and data-format (book/_ext/book_translator.py).
  */
 import {afterPaint, el, mib, whenReady} from "../lib/dom.js";
 import {totalBytes} from "../lib/downloads.js";

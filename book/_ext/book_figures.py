@@ -4,12 +4,13 @@
   and loaded with ``defer`` on every page with a figure, so that the text paints first;
   each figure's inline script waits for ``DOMContentLoaded`` (see
   :func:`transformer_book.viz.setup_plotly`, which leaves plotly.js out of each figure).
-* ``static/figures`` (ES modules, with the shared ``static/lib``), after plotly.js: each
-  figure is drawn through ``attentionBook.newPlot`` (``figures/redraw.js``), which fits the
-  layout to a phone's width (``lib/phone_layout.js``: legends and colour bars below the
-  plot, panels stacked, titles wrapped, controls on screen), draws it anew when its width
-  crosses the phone's switch, and moves apart texts that collide once drawn
-  (``figures/tidy.js``). ``figures/book.css``: the book's own styles.
+* ``static/figures`` (ES modules, with the shared ``static/lib`` that ``page_code``
+  stages), after plotly.js: each figure is drawn through ``attentionBook.newPlot``
+  (``figures/redraw.js``), which fits the layout to a phone's width
+  (``lib/phone_layout.js``: legends and colour bars below the plot, panels stacked, titles
+  wrapped, controls on screen), draws it anew when its width crosses the phone's switch,
+  and moves apart texts that collide once drawn (``figures/tidy.js``).
+  ``figures/book.css``: the book's own styles.
 * MathJax 3: the es5 build from the npm registry's ``mathjax`` package. It is fetched
   once with ``npm pack mathjax@<version>`` into ``.cache/mathjax/`` (git-ignored) unless
   ``MATHJAX_DIR`` names an unpacked ``es5`` folder, then the files the page needs
@@ -24,7 +25,7 @@
   the ``text/html`` sibling is chosen silently, while a figure *without* ``text/html``
   still fails a ``-W`` build ("No mime type available in priority list").
 
-Enabled from ``_config.yml``: ``sphinx: local_extensions: {plotly_static: book/_ext}``.
+Enabled from ``_config.yml``: ``sphinx: local_extensions: {book_figures: book/_ext}``.
 """
 from __future__ import annotations
 
@@ -37,7 +38,6 @@ from sphinx.util import logging
 logger = logging.getLogger(__name__)
 
 MATHJAX_VERSION = "3.2.2"
-STAGE = "_book_static"          # folder under the build dir, added to html_static_path
 # Parts of MathJax's es5 build that tex-chtml.js loads (everything else stays out).
 MATHJAX_PARTS = ["tex-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions",
                  "ui", "a11y/assistive-mml.js"]
@@ -61,27 +61,29 @@ def _mathjax_es5(srcdir: Path) -> Path | None:
     return None if package is None else package / "es5"
 
 
-def _stage(app, config) -> None:
-    stage = Path(app.outdir).parent / STAGE
-    shutil.rmtree(stage, ignore_errors=True)
-    stage.mkdir(parents=True)
-    shutil.copy2(_plotly_js(), stage / "plotly.min.js")
-    from page_code import copy_code
-    copy_code(stage, "figures")
-    es5 = _mathjax_es5(Path(app.srcdir))
+def copy_libraries(srcdir: Path, static: Path) -> bool:
+    """plotly.js into ``static`` and MathJax's parts into ``static/mathjax``; False when no
+    MathJax can be found (plotly.js is copied all the same)."""
+    shutil.copy2(_plotly_js(), static / "plotly.min.js")
+    es5 = _mathjax_es5(srcdir)
     if es5 is None:
-        logger.warning("plotly_static: no MathJax found (install npm or set MATHJAX_DIR); "
-                       "pages will load MathJax from a CDN")
-    else:
-        for part in MATHJAX_PARTS:
-            src, dst = es5 / part, stage / "mathjax" / part
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            if src.is_dir():
-                shutil.copytree(src, dst)
-            else:
-                shutil.copy2(src, dst)
+        return False
+    for part in MATHJAX_PARTS:
+        src, dst = es5 / part, static / "mathjax" / part
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, dst)
+        else:
+            shutil.copy2(src, dst)
+    return True
+
+
+def _stage(app, config) -> None:
+    """``static/figures`` and the libraries; MathJax from ``_static`` when it was found."""
+    from page_code import stage
+    if stage(app, config, "figures", copy_libraries, "book_figures: no MathJax found "
+             "(install npm or set MATHJAX_DIR); pages will load MathJax from a CDN"):
         config.mathjax_path = "mathjax/tex-chtml.js"
-    config.html_static_path = list(config.html_static_path) + [str(stage)]
 
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
@@ -99,7 +101,7 @@ def _quiet_plotly_mime() -> None:
     from myst_nb.core.render import NbElementRenderer
 
     original = NbElementRenderer.render_mime_type
-    if getattr(original, "_plotly_static", False):
+    if getattr(original, "_book_figures", False):
         return
 
     def render_mime_type(self, data):
@@ -107,7 +109,7 @@ def _quiet_plotly_mime() -> None:
             return [nodes.comment("", "plotly figure: see the text/html output")]
         return original(self, data)
 
-    render_mime_type._plotly_static = True
+    render_mime_type._book_figures = True
     NbElementRenderer.render_mime_type = render_mime_type
 
 
@@ -150,9 +152,11 @@ def _redirect_icon(app, exception) -> None:
 
 
 def setup(app):
+    from page_code import METADATA
     _quiet_plotly_mime()
+    app.setup_extension("page_code")
     app.connect("build-finished", _redirect_icon)
     app.connect("config-inited", _stage, priority=900)
     app.connect("html-page-context", _page_scripts, priority=900)
     app.add_css_file("book/figures/book.css")
-    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
+    return METADATA

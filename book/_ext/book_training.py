@@ -5,8 +5,8 @@
   static site cannot send the cross-origin isolation headers that threads need) is
   fetched once with ``npm pack`` into ``.cache/`` (git-ignored) and copied to
   ``_static/tfjs/``; never from a CDN.
-* The panel's code (``static/training`` and the shared ``static/lib``, ES modules) goes to
-  ``_static/book/``. A page that holds ``<div id="train-panel">`` loads ``loader.js``
+* The panel's code (``static/training``, ES modules, beside the shared ``static/lib`` that
+  ``page_code`` stages) goes to ``_static/book/``. A page that holds ``<div id="train-panel">`` loads ``loader.js``
   alone: a button with the size of the download, which loads ``panel.js`` (the panel),
   its stylesheet and its worker (``worker.js``, with ``model.js``, the package's plain
   model in TensorFlow.js) and the library only when the reader presses it. The element
@@ -14,7 +14,7 @@
   SHA-256 and part: the keys of the browser's cache; and the panel's code) and
   ``data-bytes`` (what pressing the button downloads).
 
-Enabled from ``_config.yml``: ``sphinx: local_extensions: {page_training: book/_ext}``.
+Enabled from ``_config.yml``: ``sphinx: local_extensions: {book_training: book/_ext}``.
 """
 from __future__ import annotations
 
@@ -30,7 +30,6 @@ TFJS_FILES = {"@tensorflow/tfjs": {"library": "tf.es2017.min.js"},
               "@tensorflow/tfjs-backend-wasm": {"backend": "tf-backend-wasm.es2017.min.js",
                                                 "wasm-simd": "tfjs-backend-wasm-simd.wasm",
                                                 "wasm": "tfjs-backend-wasm.wasm"}}
-STAGE = "_training_static"
 PANEL = 'id="train-panel"'
 LOADER, PANEL_ENTRY, WORKER = "training/loader.js", "training/panel.js", "training/worker.js"
 STYLE = "training/panel.css"
@@ -52,11 +51,8 @@ def _tfjs_dists(srcdir: Path) -> dict[str, Path] | None:
     return dists
 
 
-def copy_panel_files(srcdir: Path, static: Path) -> bool:
-    """The panel's code into ``static`` and TensorFlow.js into ``static/tfjs``; False when
-    TensorFlow.js cannot be found (the panel's code is copied all the same)."""
-    from page_code import copy_code
-    copy_code(static, "training")
+def copy_tfjs(srcdir: Path, static: Path) -> bool:
+    """TensorFlow.js into ``static/tfjs``; False when it cannot be found."""
     (static / "tfjs").mkdir(parents=True, exist_ok=True)
     dists = _tfjs_dists(srcdir)
     if dists is None:
@@ -75,11 +71,11 @@ def download_list(static: Path, figures: bool = False) -> dict:
     """What the panel downloads: ``{"tfjs": {name: {"bytes", "sha256", "part"}}, "code":
     {...}}``, the code being what pressing the button fetches: the panel's modules the
     page has not loaded (its loader's, and with ``figures`` the figures' modules, which a
-    page with figures loads: ``plotly_static.has_figures``), its stylesheet, and its
+    page with figures loads: ``book_figures.has_figures``), its stylesheet, and its
     worker's modules (the worker loads its own). Of the two WebAssembly modules a browser
     fetches one (SIMD where it has it)."""
+    from book_figures import FIGURES_ENTRY
     from page_code import code_entries, module_graph
-    from plotly_static import FIGURES_ENTRY
     loaded = set(module_graph(LOADER)) | set(module_graph(FIGURES_ENTRY) if figures else ())
     page = [m for m in module_graph(PANEL_ENTRY) if m not in loaded] + [STYLE]
     return {"tfjs": {name: _entry(static / "tfjs" / name, part)
@@ -101,19 +97,14 @@ def download_bytes(files: dict) -> int:
                if f.get("part") != "wasm")
 
 
-def _stage(app, config) -> None:
-    from npm_cache import stage_static
-    stage_static(app, config, STAGE, copy_panel_files, "page_training: no TensorFlow.js "
-                 "found (install npm); the training panel will not run")
-
-
 def _page(app, pagename, templatename, context, doctree) -> None:
     """The loader on the page that holds the panel, and what the panel will download."""
     body = context.get("body", "")
     if PANEL not in body:
         return
-    from plotly_static import has_figures
-    files = download_list(Path(app.outdir).parent / STAGE, figures=has_figures(body))
+    from book_figures import has_figures
+    from page_code import staged
+    files = download_list(staged(app, "training"), figures=has_figures(body))
     app.add_js_file(f"book/{LOADER}", type="module")
     static = context["pathto"]("_static/", 1)
     attributes = (f'data-static="{html.escape(static)}" data-bytes="{download_bytes(files)}" '
@@ -122,6 +113,7 @@ def _page(app, pagename, templatename, context, doctree) -> None:
 
 
 def setup(app):
-    app.connect("config-inited", _stage, priority=900)
+    from page_code import serve
     app.connect("html-page-context", _page, priority=900)
-    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
+    return serve(app, "training", copy_tfjs, "book_training: no TensorFlow.js found "
+                 "(install npm); the training panel will not run")

@@ -6,8 +6,8 @@
   WebAssembly (:data:`ORT_FILES`, by the part the page asks for) are copied to
   ``_static/ort/``. Without npm and without a cache this warns (an error under ``-W``):
   the page would have no runtime.
-* The page's code (``static/translator`` and the shared ``static/lib``, ES modules) goes to
-  ``_static/book/``: ``widget.js`` (the widget, and ``own_model.js``, the reader's own
+* The page's code (``static/translator``, ES modules, beside the shared ``static/lib`` that
+  ``page_code`` stages) goes to ``_static/book/``: ``widget.js`` (the widget, and ``own_model.js``, the reader's own
   exported model) loads on a page that holds ``<div id="live-translator">``; its worker
   (``worker.js``: the runtime, the model, the search) starts when the reader asks.
 * The model: when the build has finished, the run chapters 7-9 use (``cached_run`` of
@@ -20,7 +20,7 @@
   keys of the browser's cache), ``data-bytes`` (their total, which the button announces)
   and ``data-format`` (the manifest format the page reads).
 
-Enabled from ``_config.yml``: ``sphinx: local_extensions: {browser_model: book/_ext}``.
+Enabled from ``_config.yml``: ``sphinx: local_extensions: {book_translator: book/_ext}``.
 """
 from __future__ import annotations
 
@@ -40,7 +40,6 @@ ORT_VERSION = "1.30.0"
 # the runtime's files by the part the page asks for (static/translator/session.js)
 ORT_FILES = {"script": "ort.wasm.min.mjs", "module": "ort-wasm-simd-threaded.mjs",
              "wasm": "ort-wasm-simd-threaded.wasm"}
-STAGE = "_browser_static"
 WIDGET = 'id="live-translator"'
 ENTRY, WORKER = "translator/widget.js", "translator/worker.js"
 # how the page's model stores its weight matrices: fp16 kept the translations of a tiny-preset
@@ -61,11 +60,8 @@ def _ort_dist(srcdir: Path) -> Path | None:
     return None if package is None else package / "dist"
 
 
-def copy_page_files(srcdir: Path, static: Path) -> bool:
-    """The page's code into ``static/book`` and onnxruntime-web into ``static/ort``; False
-    when no onnxruntime-web can be found (the page's code is copied all the same)."""
-    from page_code import copy_code
-    copy_code(static, "translator")
+def copy_runtime(srcdir: Path, static: Path) -> bool:
+    """onnxruntime-web into ``static/ort``; False when it cannot be found."""
     (static / "ort").mkdir(parents=True, exist_ok=True)
     dist = _ort_dist(srcdir)
     if dist is None:
@@ -76,12 +72,6 @@ def copy_page_files(srcdir: Path, static: Path) -> bool:
         f"onnxruntime-web {ORT_VERSION} (https://github.com/microsoft/onnxruntime), "
         f"MIT License, Copyright (c) Microsoft Corporation. Copied from the npm package.\n")
     return True
-
-
-def _stage(app, config) -> None:
-    from npm_cache import stage_static
-    stage_static(app, config, STAGE, copy_page_files, "browser_model: no onnxruntime-web "
-                 "found (install npm or set ORT_WEB_DIR); the in-page translator will not run")
 
 
 def _page(app, pagename, templatename, context, doctree) -> None:
@@ -115,7 +105,7 @@ def _export_model(app, exception) -> None:
         sys.path.pop(0)
     files = download_list(Path(app.outdir) / "_static")
     sizes = {group: sum(f["bytes"] for f in listed.values()) for group, listed in files.items()}
-    logger.info(f"browser_model: exported {run}/average.pt into {out} ({PAGE_WEIGHTS} weights, "
+    logger.info(f"book_translator: exported {run}/average.pt into {out} ({PAGE_WEIGHTS} weights, "
                 f"{sizes['model'] / 2**20:.1f} MiB, the runtime's {sizes['runtime'] / 2**20:.1f} "
                 f"MiB and {sizes['code'] / 1024:.0f} KiB of code for the page to download)")
     _fill_size(Path(app.outdir), files)
@@ -159,7 +149,8 @@ def _fill_size(outdir: Path, files: dict) -> None:
 
 
 def setup(app):
-    app.connect("config-inited", _stage, priority=900)
+    from page_code import serve
     app.connect("html-page-context", _page, priority=900)
     app.connect("build-finished", _export_model)
-    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
+    return serve(app, "translator", copy_runtime, "book_translator: no onnxruntime-web found "
+                 "(install npm or set ORT_WEB_DIR); the in-page translator will not run")

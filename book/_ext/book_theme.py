@@ -10,28 +10,14 @@ jupyter-book 1.0.4 takes Sphinx 7. So each page carries a small module,
 ``static/theme/sidebar_toggles.js``, that hands a click on any other toggle to the bound
 one (``static/theme/toggles.js``; tests/js/toggles.test.js, tests/test_site_phone.py).
 
-Enabled from ``_config.yml``: ``sphinx: local_extensions: {sidebar_toggles: book/_ext}``.
+Enabled from ``_config.yml``: ``sphinx: local_extensions: {book_theme: book/_ext}``.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-STAGE = "_theme_static"
 SCRIPT = "book/theme/sidebar_toggles.js"
 
 
-def _copy(srcdir: Path, static: Path) -> bool:
-    from page_code import copy_code
-    copy_code(static, "theme")
-    return True
-
-
-def _stage(app, config) -> None:
-    from npm_cache import stage_static
-    stage_static(app, config, STAGE, _copy, "")
-
-
 def setup(app):
-    app.connect("config-inited", _stage, priority=900)
+    from page_code import serve
     app.add_js_file(SCRIPT, type="module")
-    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
+    return serve(app, "theme")

@@ -10,24 +10,9 @@ replaces Sphinx's ``Search.htmlToText`` once the page has loaded: it removes tho
 before Sphinx takes the text and writes inline maths as plain text (``√d_k``). ``static/search/search_page.css`` hides the header's and the
 sidebar's search buttons there: the page has its own field.
 
-Enabled from ``_config.yml``: ``sphinx: local_extensions: {search_page: book/_ext}``.
+Enabled from ``_config.yml``: ``sphinx: local_extensions: {book_search: book/_ext}``.
 """
 from __future__ import annotations
-
-from pathlib import Path
-
-STAGE = "_search_static"
-
-
-def _copy(srcdir: Path, static: Path) -> bool:
-    from page_code import copy_code
-    copy_code(static, "search")
-    return True
-
-
-def _stage(app, config) -> None:
-    from npm_cache import stage_static
-    stage_static(app, config, STAGE, _copy, "")
 
 
 def _page(app, pagename, templatename, context, doctree) -> None:
@@ -37,6 +22,6 @@ def _page(app, pagename, templatename, context, doctree) -> None:
 
 
 def setup(app):
-    app.connect("config-inited", _stage, priority=900)
+    from page_code import serve
     app.connect("html-page-context", _page)
-    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
+    return serve(app, "search")

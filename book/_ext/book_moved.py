@@ -8,14 +8,12 @@ Each old page loads ``static/moved/moved_sections.js`` with its own part of the 
 the script tag's ``data-moved`` attribute; when the address's anchor is not on the page, the
 script replaces the address with the section's new one.
 
-Enabled from ``_config.yml``: ``sphinx: local_extensions: {moved_sections: book/_ext}``.
+Enabled from ``_config.yml``: ``sphinx: local_extensions: {book_moved: book/_ext}``.
 """
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-STAGE = "_moved_static"
 SCRIPT = "book/moved/moved_sections.js"
 
 # old page -> {old anchor: "new page#new anchor"}; pages are Sphinx page names.
@@ -51,17 +49,6 @@ MOVED: dict[str, dict[str, str]] = {
 }
 
 
-def _copy(srcdir: Path, static: Path) -> bool:
-    from page_code import copy_code
-    copy_code(static, "moved")
-    return True
-
-
-def _stage(app, config) -> None:
-    from npm_cache import stage_static
-    stage_static(app, config, STAGE, _copy, "")
-
-
 def targets(app, pagename: str) -> dict[str, str]:
     """The page's moved anchors, each with the relative address of its new home."""
     moved = {}
@@ -78,6 +65,6 @@ def _page(app, pagename, templatename, context, doctree) -> None:
 
 
 def setup(app):
-    app.connect("config-inited", _stage, priority=900)
+    from page_code import serve
     app.connect("html-page-context", _page)
-    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
+    return serve(app, "moved")
