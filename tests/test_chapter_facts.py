@@ -192,3 +192,24 @@ def test_the_toy_accuracy_is_measured_on_sequences_no_training_batch_held(letter
     assert len(trained.seen) == steps and len(held_out) == 512
     assert not train & set(held_out), f"{len(train & set(held_out))} held-out sequences " \
                                       f"were trained on"
+
+
+# --------------------------------------------------- Under the hood C (hardware)
+def test_under_the_hood_c_reads_the_step_profile_as_its_record_says():
+    """The prose under the step profile's figure: matrix multiplies the largest part in
+    both precisions, Muon far more than Adam, and the loss and the casts a larger share in
+    bf16 than in fp32; each read from the record the figure draws."""
+    from transformer.measuring import records
+    prose = the_cell(notebook("hood_hardware.ipynb"), "Matrix multiplies take the largest",
+                     "markdown")
+    assert "Muon costs far more than Adam" in prose and "take a larger share" in prose
+    shares = {p: r["shares"] for p, r in records.load("step_profile")["precisions"].items()}
+    assert set(shares) == {"fp32", "bf16"}
+    for s in shares.values():
+        matmul = s["forward: matrix multiplies"] + s["backward: matrix multiplies"]
+        others = {k: v for k, v in s.items() if "matrix multiplies" not in k}
+        assert matmul > max(others.values())
+        assert s["Muon"] > 3 * s["Adam"]
+    loss_and_casts = {p: s["forward: loss"] + s["backward: loss"] + s["forward: casts"]
+                      + s["backward: casts"] for p, s in shares.items()}
+    assert loss_and_casts["bf16"] > loss_and_casts["fp32"]

@@ -261,7 +261,7 @@ def weight_forms() -> str:
 # The first `make book` on each kind of machine a reader has: its record, or None while
 # no run has measured it.
 FIRST_BUILDS = [("a 2-core CPU with bf16 instructions (AVX512-BF16 or AMX)", "book_build"),
-                ("a 2-core CPU without them (AVX2 only)", "book_build_without_bf16"),
+                ("a 2-core CPU without them (AVX2 only)", "book_build_avx2"),
                 ("a GPU", None)]
 
 
