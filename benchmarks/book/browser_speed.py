@@ -282,9 +282,11 @@ def main():
              "browser": browser, "python": python}
     if args.record:
         path = Path(args.record)
-        record = json.loads(path.read_text()) if path.is_file() else {}
-        runs = record.get("runs") if "provenance" not in record else None   # an older form
-        write_record(path, {"runs": {**(runs or {}), args.label: entry}})
+        record = json.loads(path.read_text()) if path.is_file() else {"runs": {}}
+        if set(record) != {"runs"}:
+            raise SystemExit(f"{path}: not a browser_speed record (one key, 'runs'); name "
+                             f"another --record")
+        write_record(path, {"runs": {**record["runs"], args.label: entry}})
     print(json.dumps(entry, indent=1, ensure_ascii=False))
     print(f"\n{args.label} ({weights} weights, page code of {code}): the first visit downloaded "
           f"{browser['downloaded_bytes'] / 2**20:.2f} MiB and was ready after the click in "
