@@ -113,6 +113,12 @@ export function numberText(v) {                    // 0.5, 20, 5000, 2×10^19
 }
 
 function axisFixes(gd, fix) {
+  const axes = tickLabelFixes(gd, fix);
+  titleFixes(gd, fix, axes);
+  cornerFixes(fix, axes);
+}
+
+function tickLabelFixes(gd, fix) {    // each axis's tick labels; returns the axes and labels
   const fl = gd._fullLayout, axes = [];
   ["x", "y"].forEach((letter) => {
     (fl._subplots[letter + "axis"] || []).forEach((id) => {
@@ -171,6 +177,10 @@ function axisFixes(gd, fix) {
       }
     });
   });
+  return axes;
+}
+
+function titleFixes(gd, fix, axes) {
   axes.forEach((a) => {       // its title on its labels: the title moved away
     const title = texts(gd, ".g-" + a.ax._id + "title text");
     if (!title.length) return;
@@ -186,6 +196,9 @@ function axisFixes(gd, fix) {
       fix.layout[a.name + ".automargin"] = true;
     }
   });
+}
+
+function cornerFixes(fix, axes) {
   axes.forEach((y) => {       // x and y labels meeting in a corner: the y labels left
     if (y.letter !== "y") return;
     let hit = 0;
