@@ -122,13 +122,8 @@ function wrapAxisTitles(layout, data, width) {
   return added;
 }
 
-export function phoneLayout(data, layout, width) {
-  layout = JSON.parse(JSON.stringify(layout || {}));
-  const margin = layout.margin || {};
-  const map = data.some((t) => { return /heatmap|contour|histogram2d/.test(t.type || ""); });
-  // margins as thin as the labels allow (automargin widens them where labels need it)
-  layout.margin = Object.assign({}, margin, {l: Math.min(num(margin.l, 80), map ? 0 : 4),
-                                             r: Math.min(num(margin.r, 80), map ? 2 : 8)});
+/* Every axis label-sized (automargin; a map's token labels and titles small). */
+function phoneAxes(layout, data, map) {
   ["x", "y"].forEach((letter) => {
     layoutAxes(layout, letter, data).forEach((name) => {
       layout[name] = Object.assign({automargin: true}, layout[name]);
@@ -144,17 +139,23 @@ export function phoneLayout(data, layout, width) {
       }
     });
   });
-  const panels = stackPanels(data, layout);
-  let height = num(layout.height, 450);
-  if (panels > 1) height = Math.round(height * (0.35 + 0.65 * panels));
-  let bottom = 0;                                        // px added below the plot
+}
+
+/* A legend of more than one entry: in rows below the plot; returns the px it adds. */
+function phoneLegend(layout, data, width) {
   const shown = data.filter((t) => { return t.showlegend !== false && t.name; });
   if (layout.showlegend !== false && (shown.length > 1 || layout.showlegend === true)) {
     layout.legend = Object.assign({}, layout.legend, {orientation: "h", x: 0, xanchor: "left",
       xref: "container", y: 0, yanchor: "bottom", yref: "container"});
     const perRow = Math.max(1, Math.floor(width / 150));
-    bottom += 24 * Math.ceil(shown.length / perRow) + 8;
+    return 24 * Math.ceil(shown.length / perRow) + 8;
   }
+  return 0;
+}
+
+/* Each map's colour bar at the figure's foot; returns whether there is one. */
+function phoneColorbars(data, width) {
+  let drawn = false;
   data.forEach((t) => {
     if (!/heatmap|contour|histogram2d/.test(t.type || "") || t.showscale === false) return;
     const cb = t.colorbar || {};
@@ -168,8 +169,13 @@ export function phoneLayout(data, layout, width) {
       xref: "container", len: Math.round(width - 80), lenmode: "pixels", thickness: 10, y: 0.01,
       ticklabelposition: "outside right",
       yanchor: "bottom", yref: "container", title: Object.assign(title, {side: "right"})});
-    bottom = Math.max(bottom, 64);
+    drawn = true;
   });
+  return drawn;
+}
+
+/* Each slider as wide as the screen, its end labels on it. */
+function phoneSliders(layout, width) {
   (layout.sliders || []).forEach((s) => {    // the end labels stay on screen
     const steps = s.steps || [], chars = function (step) {
       return String((step || {}).label || "").length;
@@ -189,6 +195,22 @@ export function phoneLayout(data, layout, width) {
                                         t: num((s.pad || {}).t, 20)});
     }
   });
+}
+
+export function phoneLayout(data, layout, width) {
+  layout = JSON.parse(JSON.stringify(layout || {}));
+  const margin = layout.margin || {};
+  const map = data.some((t) => { return /heatmap|contour|histogram2d/.test(t.type || ""); });
+  // margins as thin as the labels allow (automargin widens them where labels need it)
+  layout.margin = Object.assign({}, margin, {l: Math.min(num(margin.l, 80), map ? 0 : 4),
+                                             r: Math.min(num(margin.r, 80), map ? 2 : 8)});
+  phoneAxes(layout, data, map);
+  const panels = stackPanels(data, layout);
+  let height = num(layout.height, 450);
+  if (panels > 1) height = Math.round(height * (0.35 + 0.65 * panels));
+  let bottom = phoneLegend(layout, data, width);         // px added below the plot
+  if (phoneColorbars(data, width)) bottom = Math.max(bottom, 64);
+  phoneSliders(layout, width);
   let top = Math.round(22 * wrapTitles(layout, width));  // px added above the plot
   bottom += 18 * wrapAxisTitles(layout, data, width);
   (layout.updatemenus || []).forEach((m) => {
