@@ -4,7 +4,7 @@ import {test} from "node:test";
 import assert from "node:assert/strict";
 import {phoneLayout, wrap} from "../../book/_ext/static/lib/phone_layout.js";
 import {PHONE_PX, narrow} from "../../book/_ext/static/lib/phone.js";
-import {depth, logTicks, numberText} from "../../book/_ext/static/figures/tidy.js";
+import {barEnds, depth, logTicks, numberText} from "../../book/_ext/static/figures/tidy.js";
 import {axisNames, mapFrame, tickLabels} from "../../book/_ext/static/translator/map.js";
 
 test("the phone's switch", () => {
@@ -39,6 +39,16 @@ test("a log axis within one power of ten is labelled with numbers", () => {
   assert.deepEqual(ticks.map(numberText).slice(0, 2).every((t) => /^\d/.test(t)), true);
   assert.equal(numberText(2e19), "2×10<sup>19</sup>");
   assert.equal(numberText(0.5), "0.5");
+});
+
+test("a colour bar whose labels stop short of an end gets both ends and its middle", () => {
+  // a constant map: plotly's range is the value +- 0.5, labelled at 0 and 0.5 only
+  assert.deepEqual(barEnds(-0.457, 0.543, [0, 0.5]), [-0.4, 0, 0.5]);
+  assert.deepEqual(barEnds(0, 1, [0, 0.5]), [0, 0.5, 1]);           // the 1 of a map missing
+  assert.deepEqual(barEnds(12.3, 47.9, [20, 30]), [13, 30, 47]);
+  assert.equal(barEnds(0, 1, [0, 0.5, 1]), null);                    // both ends reached
+  assert.equal(barEnds(-0.46, 0.54, [-0.4, 0, 0.4]), null);          // within a quarter
+  assert.equal(barEnds(undefined, 1, []), null);                     // no range known
 });
 
 test("two squares overlap by their depth", () => {

@@ -217,7 +217,7 @@ function cornerFixes(fix, axes) {
   });
 }
 
-function colorbarFixes(gd, fix) {            // colour bar labels on top of each other
+function colorbarFixes(gd, fix) {   // colour bar labels on top of each other, or short of its ends
   (gd._fullData || []).forEach((trace) => {
     const bar = trace.uid && gd.querySelector(".cb" + trace.uid);
     if (!bar) return;
@@ -225,8 +225,30 @@ function colorbarFixes(gd, fix) {            // colour bar labels on top of each
     if (collide(labels)) {
       fix.restyle.push([{"colorbar.nticks": Math.max(2, Math.floor(labels.length / 2))},
                         [trace.index]]);
+      return;
+    }
+    const ends = barEnds(trace.zmin, trace.zmax, labels.map((l) => {
+      return Number(l.el.textContent.replace("\u2212", "-"));
+    }));
+    if (ends) {
+      fix.restyle.push([{"colorbar.tickmode": "array", "colorbar.tickvals": [ends],
+                         "colorbar.ticktext": [ends.map(numberText)]}, [trace.index]]);
     }
   });
+}
+
+/* Labels for a colour bar whose labels stop short of an end of its range lo..hi (plotly
+   labels a constant map's range, the value +- 0.5, at 0 and 0.5 only): both ends rounded
+   inwards and the middle, to a tenth of the range's order of magnitude; null when the
+   labels reach within a quarter of the range of both ends. */
+export function barEnds(lo, hi, values) {
+  if (typeof lo !== "number" || typeof hi !== "number" || !(hi > lo)) return null;
+  const span = hi - lo, shown = values.filter((v) => { return Number.isFinite(v); });
+  if (shown.length && Math.min.apply(null, shown) <= lo + span / 4 &&
+      Math.max.apply(null, shown) >= hi - span / 4) return null;
+  const step = Math.pow(10, Math.floor(Math.log10(span))) / 10;   // span: 10 to 100 steps
+  const at = (k) => { return Number((k * step).toPrecision(12)); };
+  return [at(Math.ceil(lo / step)), at(Math.round((lo + hi) / 2 / step)), at(Math.floor(hi / step))];
 }
 
 function pointLabelFixes(gd, fix) {
