@@ -44,11 +44,12 @@ def orthogonalise(matrices: list[torch.Tensor], steps: int = 5,
     """:func:`newton_schulz` of each matrix, batched: every matrix of the same sizes in one
     call, a tall (m, n) one transposed to join the wide (n, m) ones (the iteration works on
     the short side either way, so the result is the same), in ``dtype``; returned in the
-    matrices' own order and dtype. Matrix multiplies of 128 x 128 are small, so fewer,
-    larger batches run nearer the CPU's peak; in bf16 (the trainer's choice where the run
-    trains in bf16, as Jordan et al. run it) on a CPU with bf16 instructions they run about
-    three times faster again. tests/test_muon.py holds it equal to one newton_schulz per
-    matrix in fp32, and within bf16's rounding in bf16."""
+    matrices' own order and dtype. A layer's matrices are small, so fewer, larger batches
+    run nearer the CPU's peak, and bf16 (the trainer's choice where the run trains in bf16,
+    as Jordan et al. run it) is faster again on a CPU with bf16 instructions: the step
+    profile (``book/results/step_profile.json``) measures Muon's share of an update.
+    tests/test_muon.py holds it equal to one newton_schulz per matrix in fp32, and within
+    bf16's rounding in bf16."""
     groups = defaultdict(list)                         # (short, long) -> indices
     for i, m in enumerate(matrices):
         groups[min(m.shape), max(m.shape)].append(i)
@@ -99,9 +100,9 @@ def is_muon_parameter(name: str, p: torch.Tensor) -> bool:
 
 class MuonWithAdam:
     """Muon for the layers' matrices (its Newton-Schulz in ``ns_dtype``) and Adam for the
-    other parameters, behind the face
-    the trainer uses: ``param_groups`` (it sets each group's ``lr``), ``step``,
-    ``zero_grad``, ``state_dict`` and ``load_state_dict`` (a checkpoint holds both)."""
+    other parameters, behind the face the trainer uses: ``param_groups`` (it sets each
+    group's ``lr``), ``step``, ``zero_grad``, ``state_dict`` and ``load_state_dict`` (a
+    checkpoint holds both)."""
 
     def __init__(self, model: torch.nn.Module, scale: float = MUON_SCALE,
                  ns_dtype: torch.dtype = torch.float32):
