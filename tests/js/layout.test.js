@@ -49,6 +49,8 @@ test("a colour bar whose labels stop short of an end gets both ends and its midd
   assert.equal(barEnds(0, 1, [0, 0.5, 1]), null);                    // both ends reached
   assert.equal(barEnds(-0.46, 0.54, [-0.4, 0, 0.4]), null);          // within a quarter
   assert.equal(barEnds(undefined, 1, []), null);                     // no range known
+  assert.equal(barEnds(0, 3e6, [NaN, NaN]), null);                   // "1×10^6": not judged
+  assert.deepEqual(barEnds(0, 1, []), [0, 0.5, 1]);                  // no label at all
 });
 
 test("two squares overlap by their depth", () => {

@@ -240,10 +240,12 @@ function colorbarFixes(gd, fix) {   // colour bar labels on top of each other, o
 /* Labels for a colour bar whose labels stop short of an end of its range lo..hi (plotly
    labels a constant map's range, the value +- 0.5, at 0 and 0.5 only): both ends rounded
    inwards and the middle, to a tenth of the range's order of magnitude; null when the
-   labels reach within a quarter of the range of both ends. */
+   labels reach within a quarter of the range of both ends, or are not plain numbers
+   (powers of ten: left as plotly drew them, and as this draws its own). */
 export function barEnds(lo, hi, values) {
   if (typeof lo !== "number" || typeof hi !== "number" || !(hi > lo)) return null;
   const span = hi - lo, shown = values.filter((v) => { return Number.isFinite(v); });
+  if (values.length && !shown.length) return null;
   if (shown.length && Math.min.apply(null, shown) <= lo + span / 4 &&
       Math.max.apply(null, shown) >= hi - span / 4) return null;
   const step = Math.pow(10, Math.floor(Math.log10(span))) / 10;   // span: 10 to 100 steps
