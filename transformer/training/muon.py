@@ -50,17 +50,16 @@ def orthogonalise(matrices: list[torch.Tensor], steps: int = 5,
     profile (``book/results/step_profile.json``) measures Muon's share of an update.
     tests/test_muon.py holds it equal to one newton_schulz per matrix in fp32, and within
     bf16's rounding in bf16."""
+    tall = [m.size(0) > m.size(1) for m in matrices]
     groups = defaultdict(list)                         # (short, long) -> indices
     for i, m in enumerate(matrices):
         groups[min(m.shape), max(m.shape)].append(i)
     out: list[torch.Tensor] = [None] * len(matrices)   # type: ignore[list-item]
     for indices in groups.values():
-        wide = [matrices[i].mT if matrices[i].size(0) > matrices[i].size(1) else matrices[i]
-                for i in indices]
+        wide = [matrices[i].mT if tall[i] else matrices[i] for i in indices]
         done = newton_schulz(torch.stack(wide).to(dtype), steps)
         for i, x in zip(indices, done):
-            tall = matrices[i].size(0) > matrices[i].size(1)
-            out[i] = (x.mT if tall else x).to(matrices[i].dtype)
+            out[i] = (x.mT if tall[i] else x).to(matrices[i].dtype)
     return out
 
 
