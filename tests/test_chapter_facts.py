@@ -200,10 +200,16 @@ def test_under_the_hood_c_reads_the_step_profile_as_its_record_says():
     both precisions, Muon far more than Adam, and the loss and the casts a larger share in
     bf16 than in fp32; each read from the record the figure draws."""
     from transformer.measuring import records
-    prose = the_cell(notebook("hood_hardware.ipynb"), "Matrix multiplies take the largest",
-                     "markdown")
+    prose = " ".join(the_cell(notebook("hood_hardware.ipynb"), "Matrix multiplies take the "
+                              "largest", "markdown").split())
     assert "Muon costs far more than Adam" in prose and "take a larger share" in prose
-    shares = {p: r["shares"] for p, r in records.load("step_profile")["precisions"].items()}
+    assert "the loss takes longer" in prose and "as the record's is" in prose
+    record = records.load("step_profile")
+    assert record["cpu_bf16_instructions"]                 # "a CPU with bf16 instructions"
+    shares = {p: r["shares"] for p, r in record["precisions"].items()}
+    loss_s = {p: (r["shares"]["forward: loss"] + r["shares"]["backward: loss"])
+              * r["seconds_per_update"] for p, r in record["precisions"].items()}
+    assert loss_s["bf16"] > loss_s["fp32"]                 # seconds, not only a share
     assert set(shares) == {"fp32", "bf16"}
     for s in shares.values():
         matmul = s["forward: matrix multiplies"] + s["backward: matrix multiplies"]
