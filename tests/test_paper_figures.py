@@ -163,7 +163,13 @@ def test_the_figure_draws_the_paper_beside_the_model():
     # thick, "Law" thin
     assert sorted((t.name, t.line.width) for t in paper) == [
         ("paper, head 5", 4), ("paper, head 6", 1.5), ("paper, head 6", 4)]
+    # the paper's colours for its heads (d3's category10, its figures' colour bar): Figure
+    # 4's caption names head 5 purple and head 6 brown; the model's head 3 is green
+    purple, brown, green = "#9467BD", "#8C564B", "#2CA02C"
+    assert {(t.name, t.line.color) for t in paper} == {("paper, head 5", purple),
+                                                       ("paper, head 6", brown)}
     model = [t for t in lines if t.xaxis == "x2"]
+    assert {t.line.color for t in model} == {green}
     drawn_keys = {y for t in model for y in t.y[1::3]}
     assert int(w[1, 2, 8].argmax()) in drawn_keys and {t.y[0] for t in model} == {8}
 

@@ -314,11 +314,25 @@ def attention_explorer(examples: Sequence[dict], *, title: str = "Attention expl
 
 
 # ------------------------------------------------ the paper's attention figures
+# The paper's figures colour heads 1 to 8 in d3's category10 (transformer_book/paper_figures.py
+# reads the heads' numbers from that colour bar); plotly's qualitative.D3 is that palette.
+HEAD_COLOURS = ("#1F77B4", "#FF7F0E", "#2CA02C", "#D62728", "#9467BD", "#8C564B", "#E377C2",
+                "#7F7F7F", "#BCBD22", "#17BECF")
+
+
+def head_colour(head: int | None) -> str:
+    """The colour of head ``head`` (numbered from 1, as the paper does); grey-black for
+    lines of no one head."""
+    return "#444" if head is None else HEAD_COLOURS[(head - 1) % len(HEAD_COLOURS)]
+
+
 def attention_lines(panels: Sequence[dict], *, title: str, row_px: int = 20,
                     subtitle: str | None = None):
     """Attention drawn as the paper's Figures 3 to 5 draw it: two copies of a sentence, one
     beside the other, and a line from each word (left) to each word it attends to (right),
-    one colour per head, thick for a strong weight and thin for a weak one.
+    one colour per head, thick for a strong weight and thin for a weak one. A head has
+    the paper's colour for its number (:data:`HEAD_COLOURS`: head 1 blue, 2 orange, 3 green,
+    4 red, 5 purple, 6 brown, 7 pink, 8 grey), in the model's panel too.
 
     ``panels``: dicts with ``"title"``, ``"tokens"``, ``"edges"`` (``paper_figures.Edge``:
     head, query, key, strength, weight) and ``"legend"`` (the prefix of its heads' legend
@@ -326,10 +340,8 @@ def attention_lines(panels: Sequence[dict], *, title: str, row_px: int = 20,
     book/_ext/static/lib/phone_layout.js). ``row_px``: the height of one token's row.
     """
     import plotly.graph_objects as go
-    from plotly.colors import qualitative
     from plotly.subplots import make_subplots
 
-    palette = qualitative.Plotly
     n = len(panels)
     fig = make_subplots(rows=1, cols=n, subplot_titles=[p["title"] for p in panels],
                         horizontal_spacing=0.08)
@@ -341,7 +353,7 @@ def attention_lines(panels: Sequence[dict], *, title: str, row_px: int = 20,
         for index, head in enumerate(heads):
             step = min(0.15, 0.6 / len(heads))               # heads' lines side by side,
             shift = (index - (len(heads) - 1) / 2) * step   # within a row's height
-            colour = palette[(head or 0) % len(palette)] if head is not None else "#444"
+            colour = head_colour(head)
             name = f"{panel['legend']}, " + (f"head {head}" if head is not None else "many heads")
             for strength, width, opacity in (("strong", 4, 0.9), ("weak", 1.5, 0.5)):
                 mine = [e for e in edges if e.head == head and e.strength == strength]
