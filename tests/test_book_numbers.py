@@ -70,6 +70,8 @@ ORACLES: dict[str, dict[str, list[str]]] = {
         "ch7_ex4_{name}": [f"{HERE}::test_chapter_7_warm_up_answers_from_the_record"],
         "book_tables.norm_and_warmup_table": [f"{DEPARTURES}::test_chapter_7s_warm_up_table_is_the_table3_records"],
         "book_tables.norm_and_warmup": [f"{DEPARTURES}::test_chapter_7s_warm_up_table_is_the_table3_records"],
+        "book_tables.departures_measured": [f"{DEPARTURES}::test_chapter_7s_departures_by_hand",
+                                            f"{DEPARTURES}::test_chapter_7s_departures_table_is_the_records"],
     },
     "10_full_model.ipynb": {
         name: [f"{HERE}::test_chapter_10_the_papers_costs_by_hand"]

@@ -17,7 +17,8 @@ from pathlib import Path
 from transformer.measuring import records
 from transformer.measuring.records import load, provenance_text
 from transformer.measuring.registry import BENCHMARKS, ratio as _x
-from transformer.measuring.tables import first_build, markdown_table, muon_and_adam
+from transformer.measuring.tables import (DEPART_AT, departure_verdicts, first_build,
+                                          markdown_table, muon_and_adam)
 
 
 # The book recipe's departures from the paper (Under the hood B): what the paper does for
@@ -69,6 +70,12 @@ def _departure_evidence(name: str) -> tuple[str, list[str]]:
     record" where none measures it."""
     valid = lambda x: (f"{x['valid_beam4']['multi30k-en-de']['bleu']} / "           # noqa: E731
                        f"{x['valid_beam4']['tatoeba-en-de']['bleu']}")
+    measured = {x["departure"]: x for x in departure_verdicts()} if _have("book_departures") else {}
+    if name in measured:
+        x, seeds = measured[name], lambda xs: ", ".join(f"{b:.1f}" for b in xs)  # noqa: E731
+        return (f"valid BLEU (seeds 1, 2; mean of Multi30k and Tatoeba): the paper's "
+                f"{seeds(x['paper'])}, the book's {seeds(x['book'])}; gain {x['gain']:+.1f}, "
+                f"seed spread {x['spread']:.1f} (chapter 7)", ["book_departures"])
     if name == "model" and _have("tiny_recipe", "small_recipe"):
         t, s = load("tiny_recipe"), load("small_recipe")
         tb = next(v for k, v in t["test"].items() if k.startswith("beam"))
@@ -124,6 +131,30 @@ def book_departures() -> str:
         read += [r for r in names if r not in read]
     return (markdown_table(["setting", "the paper", "the book", "what it buys here"], rows)
             + "\n\nRecords read: " + ", ".join(f"`{r}`" for r in read) + ".")
+
+
+def departures_measured() -> str:
+    """Chapter 7's table: each departure of ``book_departures`` set back to the paper's
+    against the recipe, the valid BLEU of seeds 1 and 2 (each the mean over Multi30k and
+    Tatoeba), the recipe's gain, the seed spread and the verdict (:func:`departure_verdicts`)."""
+    from transformer.training.recipes import recipe
+    if not _have("book_departures"):
+        command = next(c for _, _, c, n, _ in BENCHMARKS if n == "book_departures")
+        return (f"No measured record yet: `{command} --record "
+                f"book/results/book_departures.json` writes it.")
+    cfg, rows = recipe("book"), []
+    seeds = lambda xs: ", ".join(f"{b:.1f}" for b in xs)                       # noqa: E731
+    for x in departure_verdicts():
+        name = x["departure"]
+        verdict = ("departs: more than the seed spread and at least "
+                   f"{DEPART_AT:g} BLEU" if x["departs"] else
+                   "within the seed spread" if x["gain"] <= x["spread"] else
+                   f"less than {DEPART_AT:g} BLEU")
+        rows.append([f"`{name}`", f"{PAPER_SETTINGS[name]}: {seeds(x['paper'])}",
+                     f"{_book_setting(name, cfg)}: {seeds(x['book'])}", f"{x['gain']:+.1f}",
+                     f"{x['spread']:.1f}", verdict])
+    return markdown_table(["setting", "the paper's: valid BLEU", "the book's", "the book's gain",
+                           "seed spread", "so"], rows)
 
 
 # The Table 3 study's rows with the norm placed either way, with and without warm-up

@@ -5,6 +5,12 @@ grouped, for the commands the committed records keep."""
 from __future__ import annotations
 
 
+def _mean_bleu(variant: dict) -> float:
+    """A variant of ``book_departures``'s valid BLEU, averaged over its seeds and corpora."""
+    scores = [c["bleu"] for run in variant["runs"] for c in run["valid_beam4"].values()]
+    return sum(scores) / len(scores)
+
+
 def ratio(v: float) -> str:
     """A ratio as the tables show it: ``1.23x``."""
     return f"{v:.2f}x"
@@ -81,6 +87,11 @@ BENCHMARKS = [
     ("book/model.py", "the book's model on each corpus's test split",
      "python -m benchmarks.book.model", "book_model",
      lambda r: "; ".join(f"{c} {t['beam4']['bleu']} BLEU" for c, t in r["test"].items())),
+    ("book/departures.py", "the recipe `book` with each departure set back to the paper's "
+     "(Adam, post-norm, dropout 0.1), two seeds each, on the valid splits",
+     "python -m benchmarks.book.departures --work DIR", "book_departures",
+     lambda r: "; ".join(f"{v['name']} {_mean_bleu(v):.1f}" for v in r["variants"])
+               + " valid BLEU"),
     ("book/doubt_quality.py", "the doubt note on labelled held-out translations",
      "python -m benchmarks.book.doubt_quality", "doubt",
      lambda r: f"{r['flagged_wrong']}/{r['wrong']} wrong, "

@@ -99,6 +99,39 @@ def book_optimizer() -> str:
     return _valid_table("optimizer", [("Muon (the recipe's)", muon), ("Adam (the paper's)", adam)])
 
 
+# The book recipe against the paper, one departure at a time (book_departures.json, written
+# by benchmarks/book/departures.py). The book keeps a departure only where setting it back
+# to the paper's loses more than the seed spread and at least DEPART_AT BLEU (issue rule:
+# "larger than the seed spread and about 1 BLEU or more").
+DEPART_AT = 1.0
+
+
+def run_bleu(run: dict) -> float:
+    """One run's valid BLEU, beam 4, averaged over the corpora it was scored on."""
+    scores = [c["bleu"] for c in run["valid_beam4"].values()]
+    return sum(scores) / len(scores)
+
+
+def departure_verdicts() -> list[dict]:
+    """For each departure of ``book_departures``: the runs with the paper's setting and the
+    book's (each run's :func:`run_bleu`, by seed), the book's gain (the difference of the
+    means), the seed spread (the larger difference between the two seeds of either setting),
+    and ``departs``: whether the gain is larger than the spread and at least DEPART_AT."""
+    variants = load("book_departures")["variants"]
+    book = next(v for v in variants if v["departure"] is None)
+    mean = lambda v: sum(map(run_bleu, v["runs"])) / len(v["runs"])          # noqa: E731
+    spread = lambda v: max(map(run_bleu, v["runs"])) - min(map(run_bleu, v["runs"]))  # noqa: E731
+    rows = []
+    for v in variants:
+        if v["departure"] is None:
+            continue
+        gain, noise = mean(book) - mean(v), max(spread(book), spread(v))
+        rows.append({"departure": v["departure"], "paper": [run_bleu(r) for r in v["runs"]],
+                     "book": [run_bleu(r) for r in book["runs"]], "gain": gain,
+                     "spread": noise, "departs": gain > noise and gain >= DEPART_AT})
+    return rows
+
+
 def _valid_table(first: str, runs: list[tuple[str, dict]]) -> str:
     """One row per (label, run) with the run's ``valid_beam4`` BLEU / chrF2 on each corpus."""
     corpora = {"multi30k-en-de": "Multi30k", "tatoeba-en-de": "Tatoeba"}
