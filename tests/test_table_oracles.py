@@ -84,7 +84,6 @@ def test_recipes():
                          f"{greedy['bleu']} / {greedy['chrf']}"])
     expected += [[f"{s['name']} (published)", str(s["bleu"]), ""]
                  for s in record("anchors")["systems"]]
-    assert expected[0][0] == "`make train-tiny` (2,349,568 parameters, 5,513 updates)"
     assert parse(tables.recipes()) == (
         ["system", "test BLEU / chrF2, beam 4", "greedy"], expected)
 
@@ -115,9 +114,6 @@ def test_book_model():
             cells.append(f"{beam['bleu']} / {beam['chrf']}" if beam else "")
         expected.append([f"{label} ({thousands(r['parameters'])} parameters, {updates} on "
                          f"{corpus_by_hand(run['settings']['corpus'])})", *cells])
-    assert expected[1][0] == ("now: recipe `book` (2,349,568 parameters, 3,400 updates on "
-                              "multi30k-en-de ×2 + tatoeba-en-de)")
-    assert expected[0][0].endswith("7,577,600 parameters, trained on multi30k-en-de)")
     assert parse(tables.book_model()) == (
         ["model", "Multi30k test2016, BLEU / chrF2", "Tatoeba test, BLEU / chrF2"], expected)
 
@@ -153,7 +149,6 @@ def test_book_dropout():
             label += " (the recipe's)"
         expected.append([label, *valid_cells(run)])
     assert sum("(the recipe's)" in row[0] for row in expected) == 1
-    assert expected[3][0] == "dropout 0.0, Multi30k ×2 + Tatoeba ×1, seed 2"
     assert parse(tables.book_dropout()) == (["run", *VALID_HEADER], expected)
 
 
@@ -182,7 +177,6 @@ def test_train_throughput():
                          thousands(row["torch"]), thousands(row["marian"]),
                          x(row["ours_over_torch"]), x(row["ours_over_marian"]),
                          "" if bf16 is None else x(bf16)])
-    assert expected[0][:5] == ["small, fp32", "2,898", "2,108", "1,931", "1.38x"]
     assert parse(tables.train_throughput()) == (
         ["preset, precision", "ours tok/s", "torch tok/s", "Marian tok/s", "ours / torch",
          "ours / Marian", "ours bf16 / torch fp32"], expected)
@@ -201,9 +195,6 @@ def test_speed_held():
             median([run["ratios"][key] for run in before])
         expected.append([key, " ".join(x(run["ratios"][key]) for run in before),
                          " ".join(x(run["ratios"][key]) for run in after), "%.2f" % change])
-    first = "small, ours fp32 / torch fp32"
-    assert expected[0] == [first, "1.51x 1.45x", "1.55x 1.61x",
-                           "%.2f" % ((1.55 + 1.61) / (1.51 + 1.45))]
     assert parse(tables.speed_held()) == (
         ["speed-up", f"before (`{before[0]['code']}`), runs", f"after (`{after[0]['code']}`), runs",
          "after / before (medians)"], expected)
@@ -223,7 +214,6 @@ def test_precision():
          thousands(tp["bf16_tokens_per_s"]), x(tp["bf16_over_fp32"])],
         ["without (AVX2 only)", thousands(no["fp32_tokens_per_s"]),
          thousands(no["bf16_tokens_per_s"]), x(without)]])
-    assert x(without) == "0.06x"                                 # 275 / 4,925
 
 
 def test_step_profile():
@@ -242,7 +232,6 @@ def test_step_profile():
             expected.append([part, *(f"{run['shares'][part]:.1%}" for run in runs.values())])
     expected.append(["load average, before / after", *(
         f"{run['load_average_before'][0]} / {run['load_average_after'][0]}" for run in runs.values())])
-    assert expected[1] == ["forward: matrix multiplies", "39.2%", "29.8%"]
     assert parse(tables.step_profile()) == (["part", *runs], expected)
 
 
@@ -306,7 +295,6 @@ def test_memory():
     rows = record("host_memory")["rows"]
     expected = [[row["allocator"], f"{row['peak_gb']} GB", thousands(row["tokens_per_s"])]
                 for row in rows]
-    assert expected[0] == ["glibc malloc", "5.6 GB", "3,629"]
     assert parse(tables.memory()) == (["allocator", "peak resident (VmHWM)", "median tok/s"],
                                       expected)
 
@@ -327,7 +315,6 @@ def test_prepare_scale():
                   f"{thousands(reader['peak_rss_mb'])} MB ({thousands(reader['peak_private_mb'])} MB private)",
                   "%.1fM" % (reader["tokens_per_s"] / 1_000_000)]
                  for i, reader in enumerate(r["readers"], start=1)]
-    assert expected[1][1:] == ["29 s", "984 MB (413 MB private)", "10.4M"]
     assert parse(markdown) == (["process", "time", "peak resident memory", "tokens / s"], expected)
 
 
@@ -344,7 +331,6 @@ def test_thread_policy():
                  " / ".join(cells[threads, policy][True])] for threads, policy in sorted(cells)]
     assert [row[:2] for row in expected] == [["1", "default"], ["1", "passive"], ["2", "adaptive"],
                                              ["2", "default"], ["2", "passive"], ["2", "spin-20k"]]
-    assert expected[3][2:] == ["7,564 / 6,831", "1,462 / 1,957"]
     markdown = tables.thread_policy()
     assert preface(markdown).startswith("`train --recipe tiny`, target tokens/s")
     assert parse(markdown) == (["threads", "OpenMP wait", "idle machine", "beside one busy process"],
@@ -374,7 +360,6 @@ def test_browser():
                         "%.0f / %.0f ms" % (page["greedy_ms"], page["beam_ms"]),
                         "%.0f / %.0f ms" % (python["greedy_ms"], python["beam_ms"])])
     assert columns[0][0] == "fp32; the page's thread" and columns[1][0] == "fp16; a Web Worker"
-    assert columns[1][1] == "5.3 MiB" and columns[1][4] == "0.0 MiB"
     what = ["weights; where the search runs", "model download", "runtime download (onnxruntime-web)",
             "first visit: bytes downloaded", "second visit: bytes downloaded",
             "button to a ready model", "a 15-word sentence, greedy / beam 4",
@@ -407,8 +392,6 @@ def test_page_training():
         ["browser", r["browser"]],
         ["load average (1 min) before / after",
          f"{r['load_average_before'][0]} / {r['load_average_after'][0]}"]]
-    assert expected[2][1] == "9.2 s, 150 steps (median of 3 runs)"
-    assert expected[3][1] == "1.64 MiB (0.43 MiB gzip-compressed)"
     assert parse(tables.page_training()) == (["what", "measured"], expected)
 
 
@@ -440,8 +423,6 @@ def test_weight_forms():
             assert r["passes"][form] is keeps, form
             cells.append("yes" if keeps else "no")
         rows.append(cells)
-    assert rows[1] == ["int8", "2.93 MiB", "91.0% / +0.02", "98.5% / -0.04", "no"]
-    assert rows[2][-1] == "yes"
     markdown = tables.weight_forms()
     sentences = sorted({split["agreement_sentences"] for split in r["splits"].values()})
     assert preface(markdown) == (
@@ -449,7 +430,6 @@ def test_weight_forms():
         f"least {round(100 * c['greedy_agreement_at_least'])}% of the first "
         f"{', '.join(str(n) for n in sentences)} test sentences of each split and its BLEU (beam "
         f"{r['beam_size']}, the whole split) moves by at most {c['bleu_change_at_most']}.")
-    assert "at least 95% of the first 200 test sentences" in preface(markdown)
     assert parse(markdown) == (
         ["weights", "graphs + weights",
          *(f"{split}: greedy ids as fp32 / BLEU change" for split in r["splits"]),
@@ -490,8 +470,6 @@ def test_book_build():
     assert "GPU" in machines[2] and len(machines) == 3
     assert [row[1:] for row in rows] == [build_row("book_build"), build_row("book_build_avx2"),
                                          ["not yet measured", "", "", ""]]
-    assert rows[0][1:] == ["23 min", "17 min", "3,400", "bf16"]       # 1,352.1 s and 1,002.8 s
-    assert rows[1][1:] == ["42 min", "31 min", "3,400", "fp32"]       # 2,533.8 s and 1,843.8 s
 
 
 def test_book_build_says_which_machine_is_not_yet_measured(tmp_path, monkeypatch):
@@ -506,7 +484,6 @@ def test_build_times():
     expected = [[f"`{e['target']}`", e["wall"], e["note"],
                  f"{e['provenance']['cpu']}; commit {e['provenance']['commit']}; {e['provenance']['date']}"]
                 for e in r["entries"]]
-    assert expected[1][:2] == ["`make book`", "35 min 40 s"]
     assert parse(tables.build_times()) == (["target", "wall time", "note", "provenance"], expected)
 
 
