@@ -12,7 +12,9 @@ may only shrink (an entry that gains an oracle moves to :data:`ORACLES`).
 
 Oracles held elsewhere are listed here, not repeated: the toy task's held-out split
 (``test_chapter_facts.py``), Table 3's verdicts and two error bars worked out by hand
-(``test_table3_verdicts.py``), the departures table's fallbacks (``test_book_departures.py``).
+(``test_table3_verdicts.py``), the departures tables, chapter 7's and Under the hood B's
+(``test_book_departures.py``), the Results page's tables cell by cell
+(``test_table_oracles.py``).
 """
 from __future__ import annotations
 
@@ -75,8 +77,10 @@ ORACLES: dict[str, dict[str, list[str]]] = {
                                             f"{DEPARTURES}::test_chapter_7s_departures_table_is_the_records"],
     },
     "10_full_model.ipynb": {
-        name: [f"{HERE}::test_chapter_10_the_papers_costs_by_hand"]
-        for name in ("ch10_tokens_per_s", "ch10_flops_base", "ch10_flops_big", "ch10_accum_2gpu")},
+        **{name: [f"{HERE}::test_chapter_10_the_papers_costs_by_hand"]
+           for name in ("ch10_tokens_per_s", "ch10_flops_base", "ch10_flops_big", "ch10_accum_2gpu")},
+        **{name: [f"{HERE}::test_chapter_10_model_sizes_counted_by_hand"]
+           for name in ("ch10_base_m", "ch10_big_m")}},
     "02_data.ipynb": {
         name: [f"{HERE}::test_chapter_2_answers_recounted_in_plain_python"]
         for name in ("ch2_random_min ch2_random_max ch2_bucket_min ch2_bucket_max ch2_ex1_pieces "
@@ -187,8 +191,8 @@ _debt("09_attention_explorer.ipynb", "ch9_fig3_head ch9_fig4_head ch9_fig5_heads
       "ch9_pronoun_words ch9_strong ch9_weak",
       "read from the trained run's maps; tests/test_paper_figures.py holds the measures that "
       "choose them on planted heads, not the values")
-_debt("10_full_model.ipynb", "ch10_avg_gain ch10_avg_verdict ch10_avg_last ch10_base_m "
-      "ch10_big_m ch10_accum_here ch10_micro_here ch10_update_here")
+_debt("10_full_model.ipynb", "ch10_avg_gain ch10_avg_verdict ch10_avg_last ch10_accum_here "
+      "ch10_micro_here ch10_update_here")
 _debt("11_table3.ipynb", "ch11_dnt ch11_paper_min ch11_not_trained ch11_agree ch11_disagree "
       "ch11_base_ppl ch11_n4_ppl ch11_n6_ppl ch11_n4_bleu ch11_uniform ch11_threshold_06 "
       "ch11_ls_ours ch11_inconclusive ch11_updates ch11_base_bleu ch11_gap ch11_gap_row "
@@ -817,6 +821,30 @@ def test_chapter_6_feed_forward_share_counted_by_hand(monkeypatch):
     total = vocab * d + n * (attention + feed_forward + 2 * norm) + n * (2 * attention + feed_forward + 3 * norm)
     assert (feed_forward, total) == (2_099_712, 63_082_496)
     assert values == {"ch6_ex3_share": f"{12 * feed_forward / total:.0%}"} == {"ch6_ex3_share": "40%"}
+
+
+def test_chapter_10_model_sizes_counted_by_hand(monkeypatch):
+    """The base and big models with 37,000 shared tokens, counted by hand as in chapter 6's
+    exercise: base 63,082,496 parameters ("63M"), big (d 1024, d_ff 4096, 16 heads)
+    37,888,000 + 6 · 12,596,224 + 6 · 16,796,672 = 214,245,376 ("214M")."""
+    import torch
+    from IPython.display import Markdown
+    from transformer import ModelConfig, Transformer
+    chapter = "10_full_model.ipynb"
+    namespace = {"torch": torch, "ModelConfig": ModelConfig, "Transformer": Transformer,
+                 "Markdown": Markdown}
+    exec(the_cell(chapter, "params = {}"), namespace)                 # the chapter's counts
+    values = glued_only(monkeypatch, chapter, 'glue("ch10_base_m"', {"ch10_base_m", "ch10_big_m"},
+                        {"params": namespace["params"]})
+
+    def count(d, ff, n=6, vocab=37_000):
+        attention, feed_forward, norm = 4 * (d * d + d), 2 * d * ff + ff + d, 2 * d
+        return (vocab * d + n * (attention + feed_forward + 2 * norm)
+                + n * (2 * attention + feed_forward + 3 * norm))
+    assert (count(512, 2048), count(1024, 4096)) == (63_082_496, 214_245_376)
+    assert {k: namespace["params"][k] for k in ("base", "big")} == {
+        "base": count(512, 2048), "big": count(1024, 4096)}
+    assert values == {"ch10_base_m": "63M", "ch10_big_m": "214M"}
 
 
 def test_chapter_7_warm_up_answers_from_the_record(monkeypatch):
