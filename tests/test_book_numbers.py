@@ -71,6 +71,8 @@ ORACLES: dict[str, dict[str, list[str]]] = {
         **{name: [f"{HERE}::test_chapter_7_schedule_and_smoothing_answers_by_hand"]
            for name in ("ch7_ex1", "ch7_ex2_p", "ch7_ex2_nll", "ch7_ex2_ppl")},
         "ch7_ex4_{name}": [f"{HERE}::test_chapter_7_warm_up_answers_from_the_record"],
+        **{name: [f"{HERE}::test_chapter_7_departure_exercise_from_the_record"]
+           for name in ("ch7_ex6_gain", "ch7_ex6_spread", "ch7_ex6_verdict")},
         "book_tables.norm_and_warmup_table": [f"{DEPARTURES}::test_chapter_7s_warm_up_table_is_the_table3_records"],
         "book_tables.norm_and_warmup": [f"{DEPARTURES}::test_chapter_7s_warm_up_table_is_the_table3_records"],
         "book_tables.departures_measured": [f"{DEPARTURES}::test_chapter_7s_departures_by_hand",
@@ -137,6 +139,8 @@ ORACLES: dict[str, dict[str, list[str]]] = {
     },
     "appendix_results.ipynb": {
         "tables.mutation": [f"{HERE}::test_mutation_table_from_its_record"],
+        "book_tables.departures_measured": [f"{DEPARTURES}::test_chapter_7s_departures_by_hand",
+                                            f"{DEPARTURES}::test_chapter_7s_departures_table_is_the_records"],
         "tables.table3": [f"{TABLE3}::test_error_bars_worked_out_by_hand",
                            f"{TABLE3}::test_no_committed_verdict_rests_on_noise"],
         # the measuring package's tables, cell by cell against their records
@@ -860,11 +864,30 @@ def test_chapter_7_warm_up_answers_from_the_record(monkeypatch):
                  "scratch": type("Folder", (), {"cleanup": lambda self: None})()}
     values = glued(monkeypatch, "07_training.ipynb", 'glue("ch7_ex1"', {
         "torch": torch, "math": math, "noam_lr": noam_lr, "V": 8000, "post": post, "pre": pre,
-        "warmup_ppl": book_tables.norm_and_warmup(), **stand_ins})
+        "warmup_ppl": book_tables.norm_and_warmup(), "book_tables": book_tables, **stand_ins})
     rows = {r["row"]: r["dev_ppl"] for r in record("table3")["rows"] if r["seed"] == 1}
     assert {name: values[f"ch7_ex4_{name}"] for name in ("post", "base", "pre")} == {
         "post": f"{rows['norm-post-nowarmup']:.0f}", "base": f"{rows['base']:.0f}",
         "pre": f"{rows['norm-pre-nowarmup']:.0f}"}
+
+
+def test_chapter_7_departure_exercise_from_the_record(monkeypatch):
+    """Exercise 6: the optimizer's gain and seed spread, worked out here from
+    book/results/book_departures.json: each run's BLEU the mean of its two valid splits,
+    the gain Muon's mean less Adam's, the spread the larger difference between two seeds."""
+    from transformer_book import book_tables
+    values = glued_only(monkeypatch, "07_training.ipynb", 'glue("ch7_ex1"',
+                        {"ch7_ex6_gain", "ch7_ex6_spread", "ch7_ex6_verdict"},
+                        {"book_tables": book_tables})
+    variants = {v["name"]: [(r["valid_beam4"]["multi30k-en-de"]["bleu"]
+                             + r["valid_beam4"]["tatoeba-en-de"]["bleu"]) / 2 for r in v["runs"]]
+                for v in record("book_departures")["variants"]}
+    muon, adam = variants["book"], variants["adam"]
+    gain = (muon[0] + muon[1]) / 2 - (adam[0] + adam[1]) / 2
+    spread = max(abs(muon[0] - muon[1]), abs(adam[0] - adam[1]))
+    assert values["ch7_ex6_gain"] == f"{gain:+.1f}" and values["ch7_ex6_spread"] == f"{spread:.1f}"
+    keeps = gain > spread and gain >= 1.0
+    assert values["ch7_ex6_verdict"].startswith("The gain is larger") == keeps
 
 
 def test_chapter_8_length_penalty_answers_by_hand(monkeypatch):
@@ -892,7 +915,6 @@ def table_cells(text: str) -> dict[str, list[str]]:
 
 def departures_by_hand() -> dict[str, str]:
     """What the records say each departure buys, each figure read from its record file."""
-    seed_1 = {r["row"]: r for r in record("table3")["rows"] if r["seed"] == 1}
     valid = lambda run, corpus: run["valid_beam4"][f"{corpus}-en-de"]["bleu"]  # noqa: E731
     both = lambda run: f"{valid(run, 'multi30k')} / {valid(run, 'tatoeba')}"  # noqa: E731
     tiny, small = record("tiny_recipe"), record("small_recipe")
@@ -904,20 +926,26 @@ def departures_by_hand() -> dict[str, str]:
     build = record("book_build")
     mixture = record("book_mixture")["runs"]
     tatoeba = lambda name: record(name)["test"]["tatoeba-en-de"]["beam4"]["bleu"]  # noqa: E731
+    # the two-seed record: each run's BLEU the mean of its two valid splits
+    runs = {v["departure"]: [(valid(r, "multi30k") + valid(r, "tatoeba")) / 2 for r in v["runs"]]
+            for v in record("book_departures")["variants"]}
+    ours = runs[None]
+
+    def two_seeds(name):
+        paper = runs[name]
+        gain = (ours[0] + ours[1]) / 2 - (paper[0] + paper[1]) / 2
+        spread = max(abs(ours[0] - ours[1]), abs(paper[0] - paper[1]))
+        return (f"valid BLEU (seeds 1, 2; mean of Multi30k and Tatoeba): the paper's "
+                f"{paper[0]:.1f}, {paper[1]:.1f}, the book's {ours[0]:.1f}, {ours[1]:.1f}; "
+                f"gain {gain:+.1f}, seed spread {spread:.1f} (chapter 7)")
     return {
         "model": f"30 min on Multi30k: test BLEU {tiny['test']['beam4_alpha1.0']['bleu']}, the "
                  f"small preset {small['test']['beam4_alpha0.6']['bleu']} (other optimizer and "
                  f"dropout too)",
-        "norm_position": f"{seed_1['norm-pre']['updates']} updates: dev perplexity "
-                         f"{round(seed_1['norm-pre']['dev_ppl'], 1)}, post-norm "
-                         f"{round(seed_1['base']['dev_ppl'], 1)}",
-        "dropout": "valid BLEU, Multi30k / Tatoeba: " + "; ".join(
-            f"{r['dropout'] or 'none'}: {both(r)}" for r in sorted(
-                (r for r in dropout if r["seed"] == 1 and r["multi30k_repeats"] == 2),
-                key=lambda r: r["dropout"])),
-        "optimizer": f"valid BLEU, Multi30k / Tatoeba: Muon {both(muon[0])}, Adam "
-                     f"{both(record('book_optimizer')['runs'][0])} (one seed each); an update "
-                     f"takes {round(muon_over_adam, 2)}x Adam's time",
+        "norm_position": two_seeds("norm_position"),
+        "dropout": two_seeds("dropout"),
+        "optimizer": f"{two_seeds('optimizer')}; an update takes {round(muon_over_adam, 2)}x "
+                     f"Adam's time",
         "training_length": f"{round(build['train_s'] / 60)} min on 2 CPU cores "
                            f"({build['precision']})",
         "corpus": "valid BLEU with dropout 0.2, Multi30k / Tatoeba: " + "; ".join(
@@ -962,19 +990,22 @@ def test_departures_table_cell_by_cell():
 
 # ---------------------------------------------------------------------------- planted misses
 def test_a_planted_swap_of_the_norm_perplexities_fails_the_departures_oracle(monkeypatch):
-    """The oracle tells pre-norm from post-norm: the renderer with the two rows swapped
-    does not pass it."""
+    """The oracle tells pre-norm from post-norm: the renderer reading the recipe's runs as
+    post-norm's and post-norm's as the recipe's does not pass it."""
     from transformer_book import book_tables as results
     load = results.load
 
     def swapped(name):
         data = copy.deepcopy(load(name))
-        if name == "table3":
-            for row in data["rows"]:
-                row["row"] = {"base": "norm-pre", "norm-pre": "base"}.get(row["row"], row["row"])
+        if name == "book_departures":                   # the recipe's runs and post-norm's
+            variants = {v["name"]: v for v in data["variants"]}
+            variants["book"]["runs"], variants["post"]["runs"] = \
+                variants["post"]["runs"], variants["book"]["runs"]
         return data
 
+    from transformer.measuring import tables
     monkeypatch.setattr(results, "load", swapped)
+    monkeypatch.setattr(tables, "load", swapped)             # departure_verdicts reads there
     with pytest.raises(AssertionError, match="norm_position"):
         test_departures_table_cell_by_cell()
 

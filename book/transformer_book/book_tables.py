@@ -73,9 +73,13 @@ def _departure_evidence(name: str) -> tuple[str, list[str]]:
     measured = {x["departure"]: x for x in departure_verdicts()} if _have("book_departures") else {}
     if name in measured:
         x, seeds = measured[name], lambda xs: ", ".join(f"{b:.1f}" for b in xs)  # noqa: E731
+        cost, read = "", ["book_departures"]
+        if name == "optimizer" and _have("optimizer_speed"):
+            cost = f"; an update takes {_x(load('optimizer_speed')['muon_over_adam_median'])} Adam's time"
+            read.append("optimizer_speed")
         return (f"valid BLEU (seeds 1, 2; mean of Multi30k and Tatoeba): the paper's "
                 f"{seeds(x['paper'])}, the book's {seeds(x['book'])}; gain {x['gain']:+.1f}, "
-                f"seed spread {x['spread']:.1f} (chapter 7)", ["book_departures"])
+                f"seed spread {x['spread']:.1f} (chapter 7){cost}", read)
     if name == "model" and _have("tiny_recipe", "small_recipe"):
         t, s = load("tiny_recipe"), load("small_recipe")
         tb = next(v for k, v in t["test"].items() if k.startswith("beam"))

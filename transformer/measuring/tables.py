@@ -413,7 +413,7 @@ def benchmarks(group: str | None = None) -> str:
 
 # Every record the README, benchmarks/README.md or the Results page quotes.
 QUOTED = ["tiny_recipe", "small_recipe", "anchors", "book_model_before", "book_model",
-          "book_mixture", "book_dropout", "book_optimizer", "book_build", "weight_forms", "train_throughput",
+          "book_mixture", "book_dropout", "book_optimizer", "book_departures", "book_build", "weight_forms", "train_throughput",
           "speed_held", "trainer_precision",
           "bf16_without_instructions", "attention_kernel", "compile_cpu", "optimizer_speed",
           "dropout_speed", "decode_speed", "vocab_speed", "host_memory", "prepare_wmt14_scale",
