@@ -885,9 +885,10 @@ def test_chapter_7_departure_exercise_from_the_record(monkeypatch):
     muon, adam = variants["book"], variants["adam"]
     gain = (muon[0] + muon[1]) / 2 - (adam[0] + adam[1]) / 2
     spread = max(abs(muon[0] - muon[1]), abs(adam[0] - adam[1]))
-    assert values["ch7_ex6_gain"] == f"{gain:+.1f}" and values["ch7_ex6_spread"] == f"{spread:.1f}"
+    assert values["ch7_ex6_gain"] == f"{gain:+.2f}" and values["ch7_ex6_spread"] == f"{spread:.2f}"
     keeps = gain > spread and gain >= 1.0
     assert values["ch7_ex6_verdict"].startswith("The gain is larger") == keeps
+    assert ("only just" in values["ch7_ex6_verdict"]) == (keeps and gain - 1.0 < spread)
 
 
 def test_chapter_8_length_penalty_answers_by_hand(monkeypatch):
@@ -936,8 +937,8 @@ def departures_by_hand() -> dict[str, str]:
         gain = (ours[0] + ours[1]) / 2 - (paper[0] + paper[1]) / 2
         spread = max(abs(ours[0] - ours[1]), abs(paper[0] - paper[1]))
         return (f"valid BLEU (seeds 1, 2; mean of Multi30k and Tatoeba): the paper's "
-                f"{paper[0]:.1f}, {paper[1]:.1f}, the book's {ours[0]:.1f}, {ours[1]:.1f}; "
-                f"gain {gain:+.1f}, seed spread {spread:.1f} (chapter 7)")
+                f"{paper[0]:.2f}, {paper[1]:.2f}, the book's {ours[0]:.2f}, {ours[1]:.2f}; "
+                f"gain {gain:+.2f}, seed spread {spread:.2f} (chapter 7)")
     return {
         "model": f"30 min on Multi30k: test BLEU {tiny['test']['beam4_alpha1.0']['bleu']}, the "
                  f"small preset {small['test']['beam4_alpha0.6']['bleu']} (other optimizer and "
