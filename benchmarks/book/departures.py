@@ -6,9 +6,9 @@ written as a result record.
 Trains the recipe ``book`` (chapter 7's model: Muon, pre-norm, no dropout) and, for each
 departure a switch sets back to the paper's (:data:`VARIANTS`: the paper's Adam for every
 weight, post-norm, dropout 0.1), the same recipe with that one setting changed, each with
-seeds 1 and 2: eight runs of 3,400 updates, two at a time on one thread each (two one-thread
-runs get more updates out of two cores than one two-thread run; about 20 minutes a pair on
-a 2-core CPU with bf16). A run whose folder under ``--work`` holds a finished ``average.pt``
+seeds 1 and 2: eight runs of the recipe's length, two at a time on one thread each (two
+one-thread runs get more updates out of two cores than one two-thread run; the record keeps
+each run's training seconds). A run whose folder under ``--work`` holds a finished ``average.pt``
 of the same settings is not trained again, so an interrupted measurement resumes. Each
 run's ``average.pt`` (its last 5 checkpoints averaged, as the recipe keeps them) is scored
 with beam 4 and the paper's length penalty 0.6 on each corpus's valid split (the test
